@@ -1,0 +1,239 @@
+// Package cli builds ralph's command line: one constructor per command
+// over an options struct, one IOStreams value for all output, and one
+// function (Main) that maps errors to exit codes. Nothing else in ralph
+// calls os.Exit or writes to os.Stdout.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// Exit codes, documented in README.md. Scripts rely on them.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitLimit       = 3
+	ExitLocked      = 4
+	ExitInterrupted = 130
+)
+
+// Version is set at build time with -ldflags "-X …cli.Version=v1.2.3".
+var Version = ""
+
+// IOStreams carries ralph's input and output. Results go to Out; progress,
+// warnings and errors go to ErrOut.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Env is what ralph takes from its environment, read once in Main.
+type Env struct {
+	Dir string    // the working directory
+	Now time.Time // RALPH_NOW, for reproducible output in tests; zero: the clock
+}
+
+// Factory gives commands what they share.
+type Factory struct {
+	IO  IOStreams
+	Env Env
+	// dir is set by -C.
+	dir string
+}
+
+// Project resolves the project root from the working directory (or -C).
+func (f *Factory) Project() (*mdstate.Project, bool) {
+	dir := f.Env.Dir
+	if f.dir != "" {
+		dir = f.dir
+		if !strings.HasPrefix(dir, "/") {
+			dir = f.Env.Dir + "/" + dir
+		}
+	}
+	root, found := mdstate.FindRoot(dir)
+	p := mdstate.Open(root)
+	if !f.Env.Now.IsZero() {
+		now := f.Env.Now
+		p.Now = func() time.Time { return now }
+	}
+	return p, found
+}
+
+// warn prints warnings to ErrOut, one per line.
+func (f *Factory) warn(ws []mdstate.Warning) {
+	for _, w := range ws {
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
+	}
+}
+
+// usageError marks an error as the caller's misuse: exit code 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// Main runs ralph with args (without the program name) and returns the exit
+// code.
+func Main(ctx context.Context, args []string, io IOStreams, env Env) int {
+	f := &Factory{IO: io, Env: env}
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	return reportError(f, cmd, err)
+}
+
+func reportError(f *Factory, cmd *cobra.Command, err error) int {
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		fmt.Fprintf(f.IO.ErrOut, "ralph: %v\n", err)
+		if cmd != nil {
+			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		}
+		return ExitUsage
+	}
+	if errors.Is(err, mdstate.ErrVerify) {
+		fmt.Fprintf(f.IO.ErrOut, "ralph: nothing was written: %v\nThis is a bug in ralph; please report it with the file attached.\n", err)
+		return ExitFailure
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(f.IO.ErrOut, "ralph: %v\n", err)
+		return ExitFailure
+	}
+	fmt.Fprintf(f.IO.ErrOut, "ralph: %v\n", err)
+	return ExitFailure
+}
+
+// isCobraUsage recognises cobra's own argument errors, which it returns as
+// plain errors.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "flag needs an argument", "invalid argument", "bad flag syntax", "unknown help topic"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewCmdRoot builds the whole command tree.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ralph",
+		Short: "A conversational shell around AI coding agents",
+		Long: `ralph works through a project's tasks with AI coding agents (Claude Code,
+Codex, opencode, Gemini CLI), one agent per task, and keeps everything it
+knows in five markdown files in the project root that you can read and edit:
+
+  AGENT.md            what ralph has learned about working in this project
+  RALPH_GOALS.md      current goals
+  RALPH_TASKS.md      tasks and their status
+  RALPH_PROGRESS.md   what was done, when, by which agent, with what result
+  RALPH_TODO.md       to-dos and next steps
+
+Start with 'ralph init', add tasks with 'ralph task add' (or by writing
+"- [ ] what to do" in RALPH_TASKS.md), and see where things stand with
+'ralph status'.`,
+		Version:       version(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          noArgs,
+	}
+	cmd.SetVersionTemplate("ralph {{.Version}}\n")
+	cmd.PersistentFlags().StringVarP(&f.dir, "dir", "C", "", "run as if ralph was started in `DIR`")
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	cmd.AddCommand(
+		NewCmdInit(f),
+		NewCmdStatus(f),
+		NewCmdTask(f),
+		NewCmdGoal(f),
+		NewCmdTodo(f),
+		NewCmdLearn(f),
+	)
+	return cmd
+}
+
+func version() string {
+	v := Version
+	info, ok := debug.ReadBuildInfo()
+	if v == "" && ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version
+	}
+	if v == "" {
+		v = "dev"
+	}
+	if ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " (" + s.Value[:12] + ")"
+			}
+		}
+	}
+	return v
+}
+
+// noArgs, exactArgs and minArgs are cobra's validators with usage errors.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%q takes no arguments, got %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s needs %s", cmd.CommandPath(), what)
+		}
+		return nil
+	}
+}
+
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("%s needs %s", cmd.CommandPath(), what)
+		}
+		return nil
+	}
+}
+
+// EnvFromOS reads ralph's environment. Only main calls it.
+func EnvFromOS() (Env, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return Env{}, fmt.Errorf("find the working directory: %w", err)
+	}
+	env := Env{Dir: dir}
+	if s := os.Getenv("RALPH_NOW"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return Env{}, fmt.Errorf("RALPH_NOW=%q is not an RFC 3339 time like 2026-01-02T15:04:05Z", s)
+		}
+		env.Now = t
+	}
+	return env, nil
+}

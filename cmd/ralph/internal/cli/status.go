@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// StatusJSON is `ralph status --json`: a stable contract. Later versions
+// add fields; none is ever renamed or removed.
+type StatusJSON struct {
+	Root      string                      `json:"root"`
+	Files     map[string]mdstate.FileInfo `json:"files"`
+	Goals     OpenDone                    `json:"goals"`
+	Tasks     TaskCounts                  `json:"tasks"`
+	Todos     OpenDone                    `json:"todos"`
+	Learnings int                         `json:"learnings"`
+	Progress  ProgressJSON                `json:"progress"`
+	Session   any                         `json:"session"`
+	Warnings  []mdstate.Warning           `json:"warnings"`
+}
+
+// OpenDone counts goals or to-dos.
+type OpenDone struct {
+	Open int `json:"open"`
+	Done int `json:"done"`
+}
+
+// TaskCounts counts tasks by status.
+type TaskCounts struct {
+	Total      int     `json:"total"`
+	Pending    int     `json:"pending"`
+	InProgress int     `json:"in_progress"`
+	Done       int     `json:"done"`
+	Blocked    int     `json:"blocked"`
+	Skipped    int     `json:"skipped"`
+	Next       *string `json:"next"`
+}
+
+// ProgressJSON summarises the progress log.
+type ProgressJSON struct {
+	Entries int        `json:"entries"`
+	Last    *EntryJSON `json:"last"`
+}
+
+// EntryJSON is one progress entry.
+type EntryJSON struct {
+	Time   *time.Time        `json:"time"`
+	Title  string            `json:"title"`
+	Line   int               `json:"line"`
+	Fields map[string]string `json:"fields"`
+}
+
+func entryJSON(e mdstate.Entry) *EntryJSON {
+	j := &EntryJSON{Title: e.Title, Line: e.Line, Fields: map[string]string{}}
+	if !e.Time.IsZero() {
+		t := e.Time
+		j.Time = &t
+	}
+	for _, f := range e.Fields {
+		if _, dup := j.Fields[f.Key]; !dup {
+			j.Fields[f.Key] = f.Value
+		}
+	}
+	return j
+}
+
+// NewCmdStatus builds `ralph status`.
+func NewCmdStatus(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show where the project stands",
+		Long: `Show a summary of the five state files: goals, tasks by status and the
+task ralph would run next, to-dos, learnings and the last progress entry.
+Problems ralph worked around (a malformed line, an unknown dependency) are
+listed as warnings with file and line.
+
+--json prints a stable object for scripts; fields are added over time,
+never renamed.`,
+		Example: "  ralph status\n  ralph status --json | jq .tasks.next",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, _ := f.Project()
+			st, err := p.Load(1)
+			if err != nil {
+				return err
+			}
+			out := statusJSON(st)
+			if asJSON {
+				return writeJSON(f.IO.Out, out)
+			}
+			printStatus(f, st, out)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
+	return cmd
+}
+
+func statusJSON(st *mdstate.State) StatusJSON {
+	out := StatusJSON{Root: st.Root, Files: st.Files, Warnings: st.Warnings}
+	if out.Warnings == nil {
+		out.Warnings = []mdstate.Warning{}
+	}
+	out.Goals = openDone(st.Goals)
+	out.Todos = openDone(st.Todos)
+	if st.Tasks != nil {
+		c := st.Tasks.Counts()
+		out.Tasks = TaskCounts{Total: len(st.Tasks.Items), Pending: c[mdstate.Pending], InProgress: c[mdstate.InProgress],
+			Done: c[mdstate.Done], Blocked: c[mdstate.Blocked], Skipped: c[mdstate.Skipped]}
+		if n := st.Tasks.Next(); n != nil {
+			id := n.ID
+			out.Tasks.Next = &id
+		}
+	}
+	if st.Agent != nil {
+		out.Learnings = len(st.Agent.Learnings)
+	}
+	if lg := st.Progress; lg != nil {
+		out.Progress.Entries = lg.Entries
+		if len(lg.Recent) > 0 {
+			out.Progress.Last = entryJSON(lg.Recent[len(lg.Recent)-1])
+		}
+	}
+	return out
+}
+
+// openDone counts done items and the ones still open (pending, in
+// progress, blocked); skipped items are neither.
+func openDone(c *mdstate.Checklist) OpenDone {
+	var od OpenDone
+	if c == nil {
+		return od
+	}
+	for _, it := range c.Items {
+		switch it.Status {
+		case mdstate.Done:
+			od.Done++
+		case mdstate.Skipped:
+		default:
+			od.Open++
+		}
+	}
+	return od
+}
+
+func printStatus(f *Factory, st *mdstate.State, s StatusJSON) {
+	w := f.IO.Out
+	fmt.Fprintf(w, "ralph · %s\n", st.Root)
+	var missing []string
+	for _, name := range mdstate.Files {
+		if !st.Files[name].Exists {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == len(mdstate.Files) {
+		fmt.Fprintf(w, "\nNo state files here yet. Run `ralph init` to create them.\n")
+		return
+	}
+	fmt.Fprintf(w, "  goals      %d open, %d done\n", s.Goals.Open, s.Goals.Done)
+	t := s.Tasks
+	fmt.Fprintf(w, "  tasks      %d: %d pending, %d in progress, %d done, %d blocked, %d skipped\n", t.Total, t.Pending, t.InProgress, t.Done, t.Blocked, t.Skipped)
+	if t.Next != nil {
+		fmt.Fprintf(w, "  next       %s: %s\n", *t.Next, st.Tasks.Find(*t.Next).Title)
+	} else if t.Pending > 0 {
+		fmt.Fprintf(w, "  next       none ready: every pending task waits for another\n")
+	}
+	fmt.Fprintf(w, "  to-dos     %d open, %d done\n", s.Todos.Open, s.Todos.Done)
+	fmt.Fprintf(w, "  learnings  %d\n", s.Learnings)
+	fmt.Fprintf(w, "  progress   %d entries", s.Progress.Entries)
+	if l := s.Progress.Last; l != nil {
+		fmt.Fprintf(w, "; last: %s", l.Title)
+		if l.Time != nil {
+			fmt.Fprintf(w, " (%s)", l.Time.Local().Format("2006-01-02 15:04"))
+		}
+	}
+	fmt.Fprintln(w)
+	if len(missing) > 0 {
+		fmt.Fprintf(w, "  missing    %s (`ralph init` creates them)\n", strings.Join(missing, ", "))
+	}
+	f.warn(st.Warnings)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

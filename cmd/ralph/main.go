@@ -1,0 +1,29 @@
+// Command ralph is a conversational shell around AI coding agents. All of
+// its behaviour lives in package cli; main only wires the process to it.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/ralph-dev/ralph/cmd/ralph/internal/cli"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env, err := cli.EnvFromOS()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ralph: %v\n", err)
+		return cli.ExitFailure
+	}
+	streams := cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	return cli.Main(ctx, os.Args[1:], streams, env)
+}

@@ -1,0 +1,118 @@
+// Package proc is the one package in ralph that owns os/exec.
+//
+// Every child process ralph starts (git, child agents, test helpers) goes
+// through here so that the same rules hold everywhere:
+//
+//   - the child runs in its own process group, so stopping it stops
+//     everything it spawned (snarktank/ralph#79: agents outliving ralph);
+//   - on Linux the child gets a parent-death signal, so a SIGKILLed ralph
+//     does not leave it running;
+//   - cancellation sends SIGINT to the group, then SIGKILL after a grace
+//     period, and every wait is bounded (WaitDelay);
+//   - stdin is /dev/null unless the caller supplies one: an open, silent
+//     stdin pipe makes some agent CLIs block forever.
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// DefaultGrace is how long a cancelled child gets between SIGINT and SIGKILL.
+const DefaultGrace = 2 * time.Second
+
+// Cmd describes one child process.
+type Cmd struct {
+	Name  string   // program name or path
+	Args  []string // arguments, without the program name
+	Dir   string   // working directory; "" means the current one
+	Env   []string // full environment; nil means inherit ralph's
+	Stdin io.Reader
+	// Grace is the time between SIGINT and SIGKILL on cancellation;
+	// zero means DefaultGrace.
+	Grace time.Duration
+}
+
+// ErrNotFound reports that the program is not installed (not on PATH).
+var ErrNotFound = errors.New("program not found")
+
+// build returns an exec.Cmd configured with ralph's process rules.
+func (c Cmd) build(ctx context.Context) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = c.Env
+	cmd.Stdin = c.Stdin // nil means /dev/null
+	cmd.SysProcAttr = sysProcAttr()
+	grace := c.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	cmd.Cancel = func() error {
+		// Interrupt the whole group first; the timer escalates.
+		if cmd.Process == nil {
+			return nil
+		}
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGINT)
+		go func() {
+			time.Sleep(grace)
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}()
+		return nil
+	}
+	// After cancellation, give the group the grace period plus a little to
+	// exit and close its pipes; then Wait returns regardless.
+	cmd.WaitDelay = grace + time.Second
+	return cmd
+}
+
+// Output runs the command and returns its standard output. Standard error
+// is included in the returned error when the command fails. The context
+// bounds the whole run.
+func Output(ctx context.Context, c Cmd) ([]byte, error) {
+	if _, err := exec.LookPath(c.Name); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, ErrNotFound)
+	}
+	cmd := c.build(ctx)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	// The group may hold grandchildren; make sure none outlive the call.
+	killGroup(cmd)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return stdout.Bytes(), fmt.Errorf("%s: %w", c.Name, ctxErr)
+	}
+	if err != nil {
+		msg := bytes.TrimSpace(stderr.Bytes())
+		if len(msg) > 500 {
+			msg = append(msg[:500:500], "…"...)
+		}
+		if len(msg) > 0 {
+			return stdout.Bytes(), fmt.Errorf("%s: %w: %s", c.Name, err, msg)
+		}
+		return stdout.Bytes(), fmt.Errorf("%s: %w", c.Name, err)
+	}
+	return stdout.Bytes(), nil
+}
+
+// LookPath reports whether a program is installed and where.
+func LookPath(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, ErrNotFound)
+	}
+	return p, nil
+}
+
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}

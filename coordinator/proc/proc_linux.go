@@ -1,0 +1,9 @@
+package proc
+
+import "syscall"
+
+// sysProcAttr puts the child in a new process group and asks the kernel to
+// SIGKILL it when ralph's thread dies, so a SIGKILLed ralph leaves no child.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

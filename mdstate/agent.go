@@ -1,0 +1,217 @@
+package mdstate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/yuin/goldmark/ast"
+)
+
+// Learning is one top-level list item of AGENT.md.
+type Learning struct {
+	Text string
+	Line int
+	Span Span
+}
+
+// Agent is AGENT.md: what ralph has learned about working in the project.
+// Every top-level list item in it counts as a learning, wherever a person
+// put it; `ralph learn` adds new ones under the "Learnings" heading.
+type Agent struct {
+	Learnings []Learning
+	src       *source
+	md        *parsed
+}
+
+// ParseAgent parses AGENT.md's bytes.
+func ParseAgent(data []byte) (*Agent, error) {
+	s, err := newSource(AgentFile, data)
+	if err != nil {
+		return nil, err
+	}
+	return parseAgent(s), nil
+}
+
+func parseAgent(s *source) *Agent {
+	a := &Agent{src: s, md: parseMarkdown(s)}
+	for n := a.md.doc.FirstChild(); n != nil; n = n.NextSibling() {
+		l, ok := n.(*ast.List)
+		if !ok {
+			continue
+		}
+		for li := l.FirstChild(); li != nil; li = li.NextSibling() {
+			start := s.lineStart(a.md.base + li.Pos())
+			end := a.md.end(li)
+			if end < 0 {
+				end = s.lineEnd(start)
+			}
+			text := ""
+			if fc := li.FirstChild(); fc != nil {
+				text = normLines(string(s.src[a.md.pos(fc):end]))
+			}
+			a.Learnings = append(a.Learnings, Learning{Text: text, Line: s.line(start), Span: Span{start, end}})
+		}
+	}
+	return a
+}
+
+// learningsSection finds the "Learnings" heading and returns where a new
+// item goes: after the section's last list, else after the heading.
+func (a *Agent) insertPoint() (at int, ok bool) {
+	var heading *ast.Heading
+	at = -1
+	for n := a.md.doc.FirstChild(); n != nil; n = n.NextSibling() {
+		if h, isH := n.(*ast.Heading); isH {
+			if heading != nil && h.Level <= heading.Level {
+				break
+			}
+			if heading == nil && strings.EqualFold(strings.TrimRight(a.md.headingText(h), ": "), "learnings") {
+				heading = h
+				at = a.md.end(h)
+			}
+			continue
+		}
+		if heading == nil {
+			continue
+		}
+		if _, isList := n.(*ast.List); isList {
+			at = a.md.end(n)
+		}
+	}
+	return at, heading != nil
+}
+
+// AddLearning returns AGENT.md with one more learning, checked by
+// re-parsing: one more item, with this text, and every other unchanged.
+func (a *Agent) AddLearning(text string) ([]byte, error) {
+	text = strings.TrimSpace(strings.ReplaceAll(text, "\r\n", "\n"))
+	if text == "" {
+		return nil, errors.New("a learning needs some text")
+	}
+	s := a.src
+	eol := s.eol
+	lines := strings.Split(text, "\n")
+	var item bytes.Buffer
+	item.WriteString("- " + strings.TrimSpace(lines[0]) + eol)
+	for _, l := range lines[1:] {
+		if strings.TrimSpace(l) != "" {
+			item.WriteString("  " + strings.TrimSpace(l) + eol)
+		}
+	}
+	at, found := a.insertPoint()
+	var ins bytes.Buffer
+	if !found {
+		at = len(s.src)
+		if at > 0 && s.src[at-1] != '\n' {
+			ins.WriteString(eol)
+		}
+		if at > 0 && !endsWithBlankLine(s.src) {
+			ins.WriteString(eol)
+		}
+		ins.WriteString("## Learnings" + eol + eol)
+	} else {
+		if at > 0 && s.src[at-1] != '\n' {
+			ins.WriteString(eol)
+		}
+		// Right after the heading, leave a blank line.
+		if prev := s.src[s.lineStart(max(at-1, 0)):at]; bytes.HasPrefix(bytes.TrimLeft(prev, " "), []byte("#")) {
+			ins.WriteString(eol)
+		}
+	}
+	ins.Write(item.Bytes())
+	out, err := splice(s.src, []Edit{{Span: Span{at, at}, Text: ins.Bytes()}})
+	if err != nil {
+		return nil, err
+	}
+	ns, err := newSource(AgentFile, out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrVerify, err)
+	}
+	after := parseAgent(ns)
+	if len(after.Learnings) != len(a.Learnings)+1 {
+		return nil, fmt.Errorf("%w: %s would have %d learnings instead of %d", ErrVerify, AgentFile, len(after.Learnings), len(a.Learnings)+1)
+	}
+	found = false
+	j := 0
+	for _, l := range after.Learnings {
+		if j < len(a.Learnings) && l.Text == a.Learnings[j].Text {
+			j++
+			continue
+		}
+		if !found && l.Text == normLines(text) {
+			found = true
+			continue
+		}
+		return nil, fmt.Errorf("%w: %s line %d would read %q", ErrVerify, AgentFile, l.Line, l.Text)
+	}
+	if !found || j != len(a.Learnings) {
+		return nil, fmt.Errorf("%w: %s would not hold the new learning as written", ErrVerify, AgentFile)
+	}
+	return out, nil
+}
+
+// LoadAgent reads AGENT.md; a missing file is an error wrapping
+// fs.ErrNotExist.
+func (p *Project) LoadAgent() (*Agent, error) {
+	s, _, err := readSource(p.Path(AgentFile), AgentFile)
+	if err != nil {
+		return nil, err
+	}
+	return parseAgent(s), nil
+}
+
+// Learn adds a learning to AGENT.md, creating the file from its template
+// if it does not exist.
+func (p *Project) Learn(text string) error {
+	unlock, err := p.lockState()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	path := p.Path(AgentFile)
+	for try := 0; ; try++ {
+		s, fi, err := readSource(path, AgentFile)
+		mode := fs.FileMode(0o644)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			s, _ = newSource(AgentFile, []byte(Templates[AgentFile]))
+		case err != nil:
+			return err
+		default:
+			if err := checkWritable(AgentFile, fi); err != nil {
+				return err
+			}
+			mode = fi.Mode()
+		}
+		out, err := parseAgent(s).AddLearning(text)
+		if err != nil {
+			return err
+		}
+		if fi == nil {
+			return WriteFileAtomic(path, out, mode)
+		}
+		err = writeIfUnchanged(path, s.src, out, mode)
+		if errors.Is(err, errChanged) && try < 3 {
+			continue
+		}
+		if err != nil {
+			return &FileError{File: AgentFile, Msg: "cannot write: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
+		}
+		return nil
+	}
+}
+
+// normLines trims every line and drops blank ones: how a learning's text
+// compares, whatever its indentation.
+func normLines(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

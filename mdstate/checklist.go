@@ -1,0 +1,593 @@
+package mdstate
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/yuin/goldmark/ast"
+)
+
+// Status is where a task (or goal, or to-do) stands. It is written as the
+// character inside the checkbox.
+type Status string
+
+// The statuses and their checkboxes. [ ] and [x] are GitHub's; the other
+// three follow the convention of Obsidian and other markdown task tools.
+const (
+	Pending    Status = "pending"     // [ ]
+	InProgress Status = "in_progress" // [/]
+	Done       Status = "done"        // [x]
+	Blocked    Status = "blocked"     // [!]
+	Skipped    Status = "skipped"     // [-]
+)
+
+// Statuses lists every status in display order.
+var Statuses = []Status{Pending, InProgress, Done, Blocked, Skipped}
+
+// Box returns the checkbox character for s.
+func (s Status) Box() byte {
+	switch s {
+	case InProgress:
+		return '/'
+	case Done:
+		return 'x'
+	case Blocked:
+		return '!'
+	case Skipped:
+		return '-'
+	}
+	return ' '
+}
+
+// ParseStatus accepts a status name as ralph prints it, or with a space or
+// hyphen for the underscore ("in progress").
+func ParseStatus(s string) (Status, bool) {
+	s = strings.NewReplacer(" ", "_", "-", "_").Replace(strings.ToLower(strings.TrimSpace(s)))
+	for _, st := range Statuses {
+		if string(st) == s {
+			return st, true
+		}
+	}
+	return "", false
+}
+
+func statusOfBox(c byte) (Status, bool) {
+	switch c {
+	case ' ':
+		return Pending, true
+	case 'x', 'X':
+		return Done, true
+	case '/':
+		return InProgress, true
+	case '!':
+		return Blocked, true
+	case '-':
+		return Skipped, true
+	}
+	return Pending, false
+}
+
+// Span is a byte range [Start, End) in a file.
+type Span struct{ Start, End int }
+
+// Meta is one "- key: value" line under an item.
+type Meta struct {
+	Key   string // lower case
+	Value string
+	Line  int
+	Span  Span // the whole list item, through its line ending
+	Val   Span // the value, for replacing it
+}
+
+// Item is one checkbox line in RALPH_TASKS.md, RALPH_GOALS.md or
+// RALPH_TODO.md, with everything under it.
+type Item struct {
+	ID string // e.g. T3; assigned (provisionally) when the line has none
+	// Provisional is true when the ID is not yet written in the file.
+	// ralph writes it, with the smallest edit, the next time it writes.
+	Provisional bool
+	Title       string
+	Status      Status
+	Priority    int      // 0: none; 1 runs first
+	After       []string // IDs this waits for
+	Attempts    int
+	Notes       []string
+	From        string // the to-do a task was promoted from
+	Promoted    string // the task a to-do was promoted to
+	Body        string // everything else under the item, dedented
+	Meta        []Meta
+	Depth       int // 0 for a top-level item
+	Line        int // 1-based line of the checkbox
+
+	Span       Span // from the start of the checkbox line to the end of the item
+	BoxAt      int  // offset of the character inside [ ]
+	TextAt     int  // offset where the ID (or title) starts
+	IDSpan     Span // "T3: " including the separator; empty when none
+	dupID      bool // the written ID repeats an earlier item's
+	metaAt     int  // where a new "- key: value" line goes
+	metaIndent string
+	metaMarker byte
+	topList    bool // item is in a list at the top level of the document
+}
+
+// Kind says which file a checklist is and how its IDs look.
+type Kind struct {
+	File   string // RALPH_TASKS.md
+	Prefix string // T
+	Noun   string // task
+}
+
+// The three checklist files.
+var (
+	TasksKind = Kind{File: TasksFile, Prefix: "T", Noun: "task"}
+	GoalsKind = Kind{File: GoalsFile, Prefix: "G", Noun: "goal"}
+	TodoKind  = Kind{File: TodoFile, Prefix: "D", Noun: "to-do"}
+)
+
+// Checklist is a parsed checklist file.
+type Checklist struct {
+	Kind     Kind
+	Items    []Item
+	Warnings []Warning
+
+	src *source
+	md  *parsed
+	// lastTop is the end of the last top-level list holding items: where
+	// new items are inserted. -1 when there is none.
+	lastTopEnd     int
+	lastTopMarker  []byte // "- ", or ". " after a number for ordered lists
+	lastTopOrdinal int    // next number of an ordered list; 0 for bullets
+	lastTopIndent  string
+}
+
+// Source returns the bytes the checklist was parsed from.
+func (c *Checklist) Source() []byte { return c.src.src }
+
+// Find returns the item with the given ID (case-insensitive), or nil.
+func (c *Checklist) Find(id string) *Item {
+	id = strings.ToUpper(strings.TrimSpace(id))
+	for i := range c.Items {
+		if c.Items[i].ID == id {
+			return &c.Items[i]
+		}
+	}
+	return nil
+}
+
+// metaKeys are the keys ralph reads from "- key: value" lines. Other
+// "word: text" bullets are a person's prose and stay part of the body.
+var metaKeys = map[string]bool{
+	"priority": true, "after": true, "attempts": true, "note": true,
+	"from": true, "promoted": true,
+}
+
+var (
+	metaLineRe = regexp.MustCompile(`^([A-Za-z]+)[ \t]*:[ \t]*(.*?)[ \t]*$`)
+	refRe      = regexp.MustCompile(`^[A-Za-z]\d+$`)
+)
+
+// ParseChecklist parses one checklist file's bytes.
+func ParseChecklist(kind Kind, data []byte) (*Checklist, error) {
+	s, err := newSource(kind.File, data)
+	if err != nil {
+		return nil, err
+	}
+	return parseChecklist(kind, s), nil
+}
+
+func parseChecklist(kind Kind, s *source) *Checklist {
+	c := &Checklist{Kind: kind, src: s, md: parseMarkdown(s), lastTopEnd: -1}
+	c.walk(c.md.doc, 0, nil)
+	c.assignIDs()
+	if kind == TasksKind {
+		c.checkDeps()
+	}
+	return c
+}
+
+func (c *Checklist) warn(line int, format string, args ...any) {
+	c.Warnings = append(c.Warnings, Warning{File: c.Kind.File, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// walk visits lists in document order. Quotes are not entered: a task
+// quoted in a note is not a task. Code and HTML blocks are leaves.
+func (c *Checklist) walk(n ast.Node, depth int, parent *ast.ListItem) {
+	for ch := n.FirstChild(); ch != nil; ch = ch.NextSibling() {
+		switch ch := ch.(type) {
+		case *ast.Blockquote:
+			continue
+		case *ast.List:
+			topLevel := n.Kind() == ast.KindDocument
+			sawItem := false
+			for li := ch.FirstChild(); li != nil; li = li.NextSibling() {
+				item, ok := li.(*ast.ListItem)
+				if !ok {
+					continue
+				}
+				if c.item(item, depth, topLevel) {
+					sawItem = true
+					c.walk(item, depth+1, item)
+				} else {
+					c.walk(item, depth, parent)
+				}
+			}
+			if topLevel && sawItem {
+				c.lastTopEnd = c.md.end(ch)
+				c.rememberMarker(ch)
+			}
+		default:
+			c.walk(ch, depth, parent)
+		}
+	}
+}
+
+// rememberMarker records how the last top-level checklist writes its items,
+// so that added items look like their neighbours.
+func (c *Checklist) rememberMarker(l *ast.List) {
+	last := l.LastChild()
+	if last == nil {
+		return
+	}
+	start := c.md.base + last.Pos()
+	ls := c.src.lineStart(start)
+	c.lastTopIndent = string(c.src.src[ls:start])
+	c.lastTopOrdinal = 0
+	c.lastTopMarker = []byte{l.Marker, ' '}
+	if l.IsOrdered() {
+		c.lastTopOrdinal = l.Start + l.ChildCount()
+	}
+}
+
+// checkbox reports whether the list item starts with "[c]" followed by a
+// space, a tab or the end of the line, and returns the offset of c.
+func (c *Checklist) checkbox(li *ast.ListItem) (box int, ok bool) {
+	fc := li.FirstChild()
+	if fc == nil || fc.Type() != ast.TypeBlock || fc.Lines().Len() == 0 {
+		return 0, false
+	}
+	if _, isPara := fc.(*ast.Paragraph); !isPara {
+		if _, isText := fc.(*ast.TextBlock); !isText {
+			return 0, false
+		}
+	}
+	start := c.md.base + fc.Lines().At(0).Start
+	b := c.src.src[start:c.src.contentEnd(start)]
+	if len(b) < 3 || b[0] != '[' || b[2] != ']' {
+		return 0, false
+	}
+	if len(b) > 3 && b[3] != ' ' && b[3] != '\t' {
+		return 0, false
+	}
+	// "[a]" could be a reference link; only single punctuation, space or
+	// x counts, and anything else gets a warning below if it looks meant.
+	return start + 1, true
+}
+
+var idSepRe = regexp.MustCompile(`^([A-Z])(\d+):(?:[ \t]+|$)`)
+
+func (c *Checklist) item(li *ast.ListItem, depth int, topLevel bool) bool {
+	box, ok := c.checkbox(li)
+	if !ok {
+		return false
+	}
+	s := c.src
+	line := s.line(box)
+	st, known := statusOfBox(s.src[box])
+	if !known {
+		if !isBoxLike(s.src[box]) {
+			return false // "[a] ..." reads as text, not a checkbox
+		}
+		c.warn(line, "unknown checkbox [%c]; use [ ] pending, [/] in progress, [x] done, [!] blocked or [-] skipped (read as pending)", s.src[box])
+	}
+	it := Item{Status: st, Depth: depth, Line: line, BoxAt: box, topList: topLevel}
+	it.Span.Start = s.lineStart(c.md.base + li.Pos())
+	it.Span.End = c.md.end(li)
+
+	// Text after "] ".
+	t := box + 2
+	eol := s.contentEnd(box)
+	for t < eol && (s.src[t] == ' ' || s.src[t] == '\t') {
+		t++
+	}
+	it.TextAt = t
+	if m := idSepRe.FindSubmatchIndex(s.src[t:eol]); m != nil && string(s.src[t+m[2]:t+m[3]]) == c.Kind.Prefix {
+		it.ID = c.Kind.Prefix + strings.TrimLeft(string(s.src[t+m[4]:t+m[5]]), "0")
+		if it.ID == c.Kind.Prefix {
+			it.ID += "0"
+		}
+		it.IDSpan = Span{t, t + m[1]}
+		t += m[1]
+	} else {
+		it.IDSpan = Span{t, t}
+	}
+	it.Title = strings.TrimSpace(string(s.src[t:eol]))
+	if it.Title == "" {
+		c.warn(line, "%s has no title; write what is to be done after the checkbox", c.Kind.Noun)
+	}
+
+	indent := strings.Repeat(" ", s.column(c.md.pos(li.FirstChild())))
+	it.metaIndent = indent
+	it.metaMarker = '-'
+	first := li.FirstChild()
+	it.metaAt = c.md.end(first)
+
+	// Body and metadata: everything in the item but its first line.
+	var excluded []Span
+	excluded = append(excluded, Span{it.Span.Start, s.lineEnd(box)})
+	for ch := first.NextSibling(); ch != nil; ch = ch.NextSibling() {
+		l, isList := ch.(*ast.List)
+		if !isList {
+			continue
+		}
+		for sub := l.FirstChild(); sub != nil; sub = sub.NextSibling() {
+			sli, ok := sub.(*ast.ListItem)
+			if !ok {
+				continue
+			}
+			if _, isBox := c.checkbox(sli); isBox {
+				excluded = append(excluded, Span{s.lineStart(c.md.base + sli.Pos()), c.md.end(sli)})
+				continue
+			}
+			if m, ok := c.meta(sli); ok {
+				it.Meta = append(it.Meta, m)
+				excluded = append(excluded, m.Span)
+				it.metaAt = m.Span.End
+				it.metaMarker = l.Marker
+			}
+		}
+	}
+	it.Body = c.body(it.Span, excluded, len(indent))
+	c.applyMeta(&it)
+	c.Items = append(c.Items, it)
+	return true
+}
+
+func isBoxLike(b byte) bool {
+	return b < 'A' || (b > 'Z' && b < 'a') || b > 'z'
+}
+
+// meta reads a "key: value" list item with a key ralph knows and nothing
+// else under it.
+func (c *Checklist) meta(li *ast.ListItem) (Meta, bool) {
+	fc := li.FirstChild()
+	if fc == nil || fc.NextSibling() != nil || fc.Lines().Len() == 0 {
+		return Meta{}, false
+	}
+	seg := fc.Lines().At(0)
+	start := c.md.base + seg.Start
+	end := c.src.contentEnd(start)
+	m := metaLineRe.FindSubmatchIndex(c.src.src[start:end])
+	if m == nil {
+		return Meta{}, false
+	}
+	key := strings.ToLower(string(c.src.src[start+m[2] : start+m[3]]))
+	// A note may wrap onto more lines; every other value is one line.
+	if !metaKeys[key] || (fc.Lines().Len() > 1 && key != "note") {
+		return Meta{}, false
+	}
+	value := string(c.src.src[start+m[4] : start+m[5]])
+	for i := 1; i < fc.Lines().Len(); i++ {
+		seg := fc.Lines().At(i)
+		value += " " + strings.TrimSpace(string(c.src.src[c.md.base+seg.Start:c.md.base+seg.Stop]))
+	}
+	return Meta{
+		Key:   key,
+		Value: strings.TrimSpace(value),
+		Line:  c.src.line(start),
+		Span:  Span{c.src.lineStart(c.md.base + li.Pos()), c.md.end(li)},
+		Val:   Span{start + m[4], start + m[5]},
+	}, true
+}
+
+// body returns the item's lines outside the excluded spans, with the
+// item's content indentation removed.
+func (c *Checklist) body(item Span, excluded []Span, indent int) string {
+	var b strings.Builder
+	s := c.src
+	for off := item.Start; off < item.End; {
+		end := s.lineEnd(off)
+		skip := false
+		for _, e := range excluded {
+			if off >= e.Start && off < e.End {
+				skip = true
+				break
+			}
+		}
+		if !skip {
+			line := s.src[off:min(end, item.End)]
+			line = bytes.TrimRight(line, "\r\n")
+			n := 0
+			for n < indent && n < len(line) && line[n] == ' ' {
+				n++
+			}
+			b.Write(line[n:])
+			b.WriteByte('\n')
+		}
+		off = end
+	}
+	return strings.Trim(b.String(), "\n")
+}
+
+func (c *Checklist) applyMeta(it *Item) {
+	for _, m := range it.Meta {
+		switch m.Key {
+		case "priority":
+			n, err := strconv.Atoi(m.Value)
+			if err != nil || n < 1 {
+				c.warn(m.Line, "priority %q is not a whole number from 1 up; 1 runs first (ignored)", m.Value)
+				continue
+			}
+			it.Priority = n
+		case "attempts":
+			n, err := strconv.Atoi(m.Value)
+			if err != nil || n < 0 {
+				c.warn(m.Line, "attempts %q is not a whole number (ignored)", m.Value)
+				continue
+			}
+			it.Attempts = n
+		case "after":
+			for _, ref := range strings.FieldsFunc(m.Value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+				ref = strings.ToUpper(ref)
+				if !refRe.MatchString(ref) {
+					c.warn(m.Line, "after: %q is not a task ID like T3 (ignored)", ref)
+					continue
+				}
+				it.After = append(it.After, ref)
+			}
+		case "note":
+			it.Notes = append(it.Notes, m.Value)
+		case "from":
+			it.From = strings.ToUpper(m.Value)
+		case "promoted":
+			it.Promoted = strings.ToUpper(m.Value)
+		}
+	}
+}
+
+// assignIDs gives every item without an ID (or with a duplicate one) the
+// next free number, in file order. The same file always yields the same
+// IDs, so an ID shown by `ralph task list` can be used before it is written.
+func (c *Checklist) assignIDs() {
+	next := 1
+	seen := map[string]int{}
+	for i := range c.Items {
+		it := &c.Items[i]
+		if it.ID == "" {
+			continue
+		}
+		if n, _ := strconv.Atoi(it.ID[len(c.Kind.Prefix):]); n >= next {
+			next = n + 1
+		}
+	}
+	for i := range c.Items {
+		it := &c.Items[i]
+		if it.ID != "" {
+			if first, dup := seen[it.ID]; dup {
+				c.warn(it.Line, "%s repeats the ID of line %d; ralph will renumber this one to %s%d", it.ID, first, c.Kind.Prefix, next)
+				it.dupID = true
+				it.ID = ""
+			} else {
+				seen[it.ID] = it.Line
+				continue
+			}
+		}
+		it.ID = c.Kind.Prefix + strconv.Itoa(next)
+		it.Provisional = true
+		seen[it.ID] = it.Line
+		next++
+	}
+}
+
+// checkDeps warns about dependencies on unknown tasks and about cycles.
+func (c *Checklist) checkDeps() {
+	idx := map[string]int{}
+	for i, it := range c.Items {
+		idx[it.ID] = i
+	}
+	for _, it := range c.Items {
+		for _, ref := range it.After {
+			if _, ok := idx[ref]; !ok {
+				c.warn(it.Line, "%s waits for %s, which is not in this file; fix or remove the `after:` line (until then %s will not run)", it.ID, ref, it.ID)
+			}
+		}
+	}
+	// Colour-marking DFS; report each cycle once, at its first task.
+	const (
+		white = iota
+		grey
+		black
+	)
+	colour := make([]int, len(c.Items))
+	var stack []int
+	var visit func(i int)
+	visit = func(i int) {
+		colour[i] = grey
+		stack = append(stack, i)
+		for _, ref := range c.Items[i].After {
+			j, ok := idx[ref]
+			if !ok {
+				continue
+			}
+			switch colour[j] {
+			case white:
+				visit(j)
+			case grey:
+				k := slices.Index(stack, j)
+				var path []string
+				for _, s := range stack[k:] {
+					path = append(path, c.Items[s].ID)
+				}
+				path = append(path, c.Items[j].ID)
+				c.warn(c.Items[j].Line, "dependency cycle %s; remove one of these `after:` lines (none of them can run until then)", strings.Join(path, " → "))
+			}
+		}
+		stack = stack[:len(stack)-1]
+		colour[i] = black
+	}
+	for i := range c.Items {
+		if colour[i] == white {
+			visit(i)
+		}
+	}
+}
+
+// Ready returns the tasks that can run now, in the order ralph runs them:
+// pending, every dependency done; priority 1 first, then 2, …, then tasks
+// without a priority; ties in file order.
+func (c *Checklist) Ready() []*Item {
+	done := map[string]bool{}
+	for _, it := range c.Items {
+		if it.Status == Done {
+			done[it.ID] = true
+		}
+	}
+	var out []*Item
+	for i := range c.Items {
+		it := &c.Items[i]
+		if it.Status != Pending {
+			continue
+		}
+		ok := true
+		for _, ref := range it.After {
+			if !done[ref] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, it)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Item) int {
+		pa, pb := a.Priority, b.Priority
+		if pa == 0 {
+			pa = 1 << 30
+		}
+		if pb == 0 {
+			pb = 1 << 30
+		}
+		return pa - pb
+	})
+	return out
+}
+
+// Next returns the task ralph would run next, or nil.
+func (c *Checklist) Next() *Item {
+	if r := c.Ready(); len(r) > 0 {
+		return r[0]
+	}
+	return nil
+}
+
+// Counts returns how many items have each status.
+func (c *Checklist) Counts() map[Status]int {
+	m := map[Status]int{}
+	for _, it := range c.Items {
+		m[it.Status]++
+	}
+	return m
+}

@@ -1,0 +1,345 @@
+package mdstate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Edit replaces the bytes in Span with Text. An empty span inserts.
+type Edit struct {
+	Span
+	Text []byte
+}
+
+// ErrVerify reports that a splice did not produce exactly the intended
+// change. ralph refuses to write rather than guess; it is a bug to report.
+var ErrVerify = errors.New("edit check failed")
+
+// splice applies edits to src. Edits must not overlap; inserts at the same
+// offset keep their order.
+func splice(src []byte, edits []Edit) ([]byte, error) {
+	slices.SortStableFunc(edits, func(a, b Edit) int { return a.Start - b.Start })
+	size := len(src)
+	for i, e := range edits {
+		if e.Start < 0 || e.End < e.Start || e.End > len(src) {
+			return nil, fmt.Errorf("%w: edit %d..%d outside the file", ErrVerify, e.Start, e.End)
+		}
+		if i > 0 && edits[i-1].End > e.Start {
+			return nil, fmt.Errorf("%w: overlapping edits at %d", ErrVerify, e.Start)
+		}
+		size += len(e.Text) - (e.End - e.Start)
+	}
+	out := make([]byte, 0, size)
+	last := 0
+	for _, e := range edits {
+		out = append(out, src[last:e.Start]...)
+		out = append(out, e.Text...)
+		last = e.End
+	}
+	return append(out, src[last:]...), nil
+}
+
+// view is what an item means, without where it is: two parses agree when
+// their views are equal.
+type view struct {
+	ID, Title, Body, From, Promoted string
+	Status                          Status
+	Priority, Attempts, Depth       int
+	After, Notes                    []string
+}
+
+func (it *Item) view() view {
+	return view{ID: it.ID, Title: it.Title, Body: it.Body, From: it.From, Promoted: it.Promoted,
+		Status: it.Status, Priority: it.Priority, Attempts: it.Attempts, Depth: it.Depth,
+		After: slices.Clone(it.After), Notes: slices.Clone(it.Notes)}
+}
+
+func viewsEqual(a, b view) bool {
+	return a.ID == b.ID && a.Title == b.Title && a.Body == b.Body && a.From == b.From &&
+		a.Promoted == b.Promoted && a.Status == b.Status && a.Priority == b.Priority &&
+		a.Attempts == b.Attempts && a.Depth == b.Depth &&
+		slices.Equal(a.After, b.After) && slices.Equal(a.Notes, b.Notes)
+}
+
+// ChecklistEdit collects changes to one checklist. Each change is both a
+// byte splice and the change in meaning it should make; Bytes splices,
+// re-parses and checks that the meaning changed exactly so.
+type ChecklistEdit struct {
+	c      *Checklist
+	want   []view
+	edits  []Edit
+	nextID int // number for the next added item; 0 until the first Add
+	adds   int // items added so far
+}
+
+// Edit starts a set of changes. Items without a written ID get theirs
+// written as part of it, with the smallest edit: "T7: " after the box.
+func (c *Checklist) Edit() *ChecklistEdit {
+	e := &ChecklistEdit{c: c}
+	for i := range c.Items {
+		it := &c.Items[i]
+		e.want = append(e.want, it.view())
+		if it.Provisional {
+			e.edits = append(e.edits, Edit{Span: it.IDSpan, Text: []byte(it.ID + ": ")})
+		}
+	}
+	return e
+}
+
+func (e *ChecklistEdit) index(id string) (int, error) {
+	id = strings.ToUpper(strings.TrimSpace(id))
+	for i := range e.c.Items {
+		if e.c.Items[i].ID == id {
+			return i, nil
+		}
+	}
+	return -1, e.c.notFound(id)
+}
+
+// NotFoundError reports an ID that is not in the file.
+type NotFoundError struct {
+	Kind Kind
+	ID   string
+	Have []string
+}
+
+func (e *NotFoundError) Error() string {
+	msg := fmt.Sprintf("no %s %s in %s", e.Kind.Noun, e.ID, e.Kind.File)
+	switch len(e.Have) {
+	case 0:
+		return msg + fmt.Sprintf(" (it has no %ss yet)", e.Kind.Noun)
+	case 1:
+		return msg + " (it has only " + e.Have[0] + ")"
+	}
+	return msg + fmt.Sprintf(" (it has %s to %s); see `ralph %s list`", e.Have[0], e.Have[len(e.Have)-1], strings.TrimPrefix(e.Kind.Noun, "to-"))
+}
+
+func (c *Checklist) notFound(id string) error {
+	var have []string
+	for _, it := range c.Items {
+		have = append(have, it.ID)
+	}
+	slices.SortFunc(have, func(a, b string) int { return idNum(a) - idNum(b) })
+	return &NotFoundError{Kind: c.Kind, ID: id, Have: have}
+}
+
+func idNum(id string) int {
+	n, _ := strconv.Atoi(id[1:])
+	return n
+}
+
+// SetStatus changes an item's checkbox: one byte.
+func (e *ChecklistEdit) SetStatus(id string, st Status) error {
+	i, err := e.index(id)
+	if err != nil {
+		return err
+	}
+	it := &e.c.Items[i]
+	e.want[i].Status = st
+	if it.Status == st {
+		return nil
+	}
+	e.edits = append(e.edits, Edit{Span: Span{it.BoxAt, it.BoxAt + 1}, Text: []byte{st.Box()}})
+	return nil
+}
+
+// SetMeta sets a single-valued key (priority, attempts): the value is
+// replaced in place when the line exists, else a line is added.
+func (e *ChecklistEdit) SetMeta(id, key, value string) error {
+	i, err := e.index(id)
+	if err != nil {
+		return err
+	}
+	it := &e.c.Items[i]
+	if err := e.expect(i, key, value, true); err != nil {
+		return err
+	}
+	for j := len(it.Meta) - 1; j >= 0; j-- {
+		if it.Meta[j].Key == key {
+			e.edits = append(e.edits, Edit{Span: it.Meta[j].Val, Text: []byte(value)})
+			return nil
+		}
+	}
+	e.insertMeta(it, key, value)
+	return nil
+}
+
+// AddMeta adds a "- key: value" line under the item (a note, a
+// dependency), after its other metadata lines.
+func (e *ChecklistEdit) AddMeta(id, key, value string) error {
+	i, err := e.index(id)
+	if err != nil {
+		return err
+	}
+	if err := e.expect(i, key, value, false); err != nil {
+		return err
+	}
+	e.insertMeta(&e.c.Items[i], key, value)
+	return nil
+}
+
+// oneLine folds a value onto one line: a metadata value is one line by
+// the format's rules.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func (e *ChecklistEdit) expect(i int, key, value string, replace bool) error {
+	w := &e.want[i]
+	switch key {
+	case "priority", "attempts":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 || (key == "priority" && n < 1) {
+			return fmt.Errorf("%s must be a whole number%s, not %q", key, map[bool]string{true: " from 1 up", false: ""}[key == "priority"], value)
+		}
+		if key == "priority" {
+			w.Priority = n
+		} else {
+			w.Attempts = n
+		}
+	case "note":
+		w.Notes = append(w.Notes, value)
+	case "after":
+		w.After = append(w.After, strings.ToUpper(value))
+	case "from":
+		w.From = strings.ToUpper(value)
+	case "promoted":
+		w.Promoted = strings.ToUpper(value)
+	default:
+		return fmt.Errorf("unknown key %q", key)
+	}
+	return nil
+}
+
+func (e *ChecklistEdit) insertMeta(it *Item, key, value string) {
+	var b bytes.Buffer
+	s := e.c.src
+	if it.metaAt > 0 && s.src[it.metaAt-1] != '\n' {
+		b.WriteString(s.eol)
+	}
+	b.WriteString(it.metaIndent)
+	b.WriteByte(it.metaMarker)
+	b.WriteString(" " + key + ": " + value + s.eol)
+	e.edits = append(e.edits, Edit{Span: Span{it.metaAt, it.metaAt}, Text: b.Bytes()})
+}
+
+// MetaKV is one metadata line for a new item.
+type MetaKV struct{ Key, Value string }
+
+// Add appends a new item at the end of the file's last top-level checklist
+// (or at the end of the file) and returns its ID.
+func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
+	title = oneLine(title)
+	if title == "" {
+		return "", fmt.Errorf("a %s needs a title", e.c.Kind.Noun)
+	}
+	if e.nextID == 0 {
+		for _, it := range e.c.Items {
+			e.nextID = maxInt(e.nextID, idNum(it.ID))
+		}
+		e.nextID++
+	}
+	id := e.c.Kind.Prefix + strconv.Itoa(e.nextID)
+	s := e.c.src
+	at, marker, indent := e.c.lastTopEnd, e.c.lastTopMarker, e.c.lastTopIndent
+	var b bytes.Buffer
+	if at < 0 {
+		at, marker, indent = len(s.src), []byte("- "), ""
+	}
+	if e.adds == 0 { // separators, once per edit
+		if at > 0 && s.src[at-1] != '\n' {
+			b.WriteString(s.eol)
+		}
+		if e.c.lastTopEnd < 0 && at > 0 && !endsWithBlankLine(s.src) {
+			b.WriteString(s.eol)
+		}
+	}
+	if e.c.lastTopOrdinal > 0 {
+		marker = []byte(strconv.Itoa(e.c.lastTopOrdinal+e.adds) + string(marker))
+	}
+	b.WriteString(indent)
+	b.Write(marker)
+	b.WriteString("[ ] " + id + ": " + title + s.eol)
+	contentIndent := strings.Repeat(" ", len(indent)+len(marker))
+	v := view{ID: id, Title: title, Status: Pending}
+	for _, m := range meta {
+		val := oneLine(m.Value)
+		b.WriteString(contentIndent + "- " + m.Key + ": " + val + s.eol)
+		switch m.Key {
+		case "priority":
+			v.Priority, _ = strconv.Atoi(val)
+		case "after":
+			v.After = append(v.After, strings.ToUpper(val))
+		case "note":
+			v.Notes = append(v.Notes, val)
+		case "from":
+			v.From = strings.ToUpper(val)
+		}
+	}
+	e.edits = append(e.edits, Edit{Span: Span{at, at}, Text: b.Bytes()})
+	// In file order the new item follows every item that starts before it
+	// and the items this edit added before it.
+	pos := 0
+	for pos < len(e.c.Items) && e.c.Items[pos].BoxAt < at {
+		pos++
+	}
+	e.want = slices.Insert(e.want, pos+e.adds, v)
+	e.adds++
+	e.nextID++
+	return id, nil
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func endsWithBlankLine(b []byte) bool {
+	b = bytes.TrimRight(b, "\r\n")
+	t := bytes.TrimRight(b, " \t")
+	return len(t) < len(b) || len(b) == 0
+}
+
+// Changed reports whether the edit changes any byte.
+func (e *ChecklistEdit) Changed() bool { return len(e.edits) > 0 }
+
+// Bytes splices the edits, re-parses the result and checks that every item
+// means what it should. It never returns bytes that fail that check.
+func (e *ChecklistEdit) Bytes() ([]byte, *Checklist, error) {
+	out, err := splice(e.c.src.src, slices.Clone(e.edits))
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := newSource(e.c.Kind.File, out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrVerify, err)
+	}
+	after := parseChecklist(e.c.Kind, s)
+	if len(after.Items) != len(e.want) {
+		return nil, nil, fmt.Errorf("%w: %s would have %d %ss instead of %d", ErrVerify, e.c.Kind.File, len(after.Items), e.c.Kind.Noun, len(e.want))
+	}
+	for i := range after.Items {
+		got := after.Items[i].view()
+		if !viewsEqual(got, e.want[i]) {
+			return nil, nil, fmt.Errorf("%w: %s line %d would read as %+v, want %+v", ErrVerify, e.c.Kind.File, after.Items[i].Line, got, e.want[i])
+		}
+		if after.Items[i].Provisional {
+			return nil, nil, fmt.Errorf("%w: %s line %d still has no ID", ErrVerify, e.c.Kind.File, after.Items[i].Line)
+		}
+	}
+	return out, after, nil
+}
+
+// Checklist returns the checklist being edited, as it was read.
+func (e *ChecklistEdit) Checklist() *Checklist { return e.c }
+
+// NotFound returns the error for an ID that is not in the checklist.
+func (e *ChecklistEdit) NotFound(id string) error {
+	return e.c.notFound(strings.ToUpper(strings.TrimSpace(id)))
+}

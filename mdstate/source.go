@@ -1,0 +1,216 @@
+package mdstate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"unicode/utf8"
+)
+
+// Limits on what ralph will parse. A state file is written for people, so
+// anything past these is almost certainly not one (a pasted log, a binary).
+const (
+	// MaxLineBytes is the longest line ralph parses in a state file.
+	MaxLineBytes = 1 << 20
+	// MaxFileBytes is the largest state file ralph parses whole. The
+	// progress log is exempt: it is scanned, never parsed whole.
+	MaxFileBytes = 64 << 20
+)
+
+// FileError is a problem with one state file that stops ralph from using it.
+// Its message names the file (and line) and says what to do.
+type FileError struct {
+	File string // base name, e.g. RALPH_TASKS.md
+	Line int    // 1-based; 0 when not about one line
+	Msg  string // what is wrong
+	Hint string // what to do
+}
+
+func (e *FileError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	if e.Hint == "" {
+		return loc + ": " + e.Msg
+	}
+	return loc + ": " + e.Msg + "; " + e.Hint
+}
+
+// Warning is a problem ralph works around: a malformed entry, an unknown
+// dependency. The text it concerns is kept as it is.
+type Warning struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Message string `json:"message"`
+}
+
+func (w Warning) String() string {
+	if w.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", w.File, w.Line, w.Message)
+	}
+	return w.File + ": " + w.Message
+}
+
+// source is the raw bytes of one file plus what splicing needs to know
+// about their shape.
+type source struct {
+	name string // base name for messages
+	src  []byte
+	bom  int    // 3 when the file starts with a UTF-8 BOM
+	eol  string // "\n" or "\r\n": the file's dominant line ending
+	// lineStarts[i] is the offset where line i+1 starts.
+	lineStarts []int
+}
+
+var bomBytes = []byte{0xEF, 0xBB, 0xBF}
+
+// readSource reads a state file and checks that it is text ralph can edit.
+// A missing file yields fs.ErrNotExist wrapped with the name.
+func readSource(path, name string) (*source, fs.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+		}
+		return nil, nil, &FileError{File: name, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the file's permissions"}
+	}
+	if fi.IsDir() {
+		return nil, nil, &FileError{File: name, Msg: "is a directory, not a file", Hint: "move it out of the way, then run `ralph init` to create the file"}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, &FileError{File: name, Msg: "is not a regular file", Hint: "replace it with a markdown file"}
+	}
+	if fi.Size() > MaxFileBytes {
+		return nil, nil, &FileError{File: name, Msg: fmt.Sprintf("is %s, larger than the %s ralph reads", humanBytes(fi.Size()), humanBytes(MaxFileBytes)), Hint: "move old content elsewhere"}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, &FileError{File: name, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the file's permissions"}
+	}
+	s, err := newSource(name, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, fi, nil
+}
+
+// newSource checks data and indexes its lines.
+func newSource(name string, data []byte) (*source, error) {
+	s := &source{name: name, src: data, eol: "\n"}
+	if bytes.HasPrefix(data, bomBytes) {
+		s.bom = len(bomBytes)
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return nil, &FileError{File: name, Line: lineAt(data, i), Msg: "looks binary (it holds a NUL byte)", Hint: "restore it with `ralph restore " + name + "` or `git checkout -- " + name + "`"}
+	}
+	s.lineStarts = append(s.lineStarts, 0)
+	crlf, lf := 0, 0
+	for i := 0; i < len(data); {
+		j := bytes.IndexByte(data[i:], '\n')
+		end := len(data)
+		if j >= 0 {
+			end = i + j
+		}
+		if end-i > MaxLineBytes {
+			return nil, &FileError{File: name, Line: len(s.lineStarts), Msg: fmt.Sprintf("line is %s long, over ralph's limit of %s", humanBytes(int64(end-i)), humanBytes(MaxLineBytes)), Hint: "break it into shorter lines or move it to another file"}
+		}
+		if j < 0 {
+			break
+		}
+		if end > i && data[end-1] == '\r' {
+			crlf++
+		} else {
+			lf++
+		}
+		i = end + 1
+		if i < len(data) {
+			s.lineStarts = append(s.lineStarts, i)
+		}
+	}
+	if crlf > lf {
+		s.eol = "\r\n"
+	}
+	if !utf8.Valid(data) {
+		off := firstInvalidUTF8(data)
+		return nil, &FileError{File: name, Line: lineAt(data, off), Msg: fmt.Sprintf("is not valid UTF-8 (byte 0x%02x)", data[off]), Hint: "save it as UTF-8 and run again"}
+	}
+	return s, nil
+}
+
+// line returns the 1-based line number holding offset off.
+func (s *source) line(off int) int {
+	lo, hi := 0, len(s.lineStarts)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if s.lineStarts[m] <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// lineStart returns the offset of the start of the line holding off.
+func (s *source) lineStart(off int) int {
+	return s.lineStarts[s.line(off)-1]
+}
+
+// lineEnd returns the offset just past the line ending of the line holding
+// off (or len(src) for an unterminated last line).
+func (s *source) lineEnd(off int) int {
+	n := s.line(off)
+	if n < len(s.lineStarts) {
+		return s.lineStarts[n]
+	}
+	return len(s.src)
+}
+
+// contentEnd returns the offset of the line ending (\n or \r\n) of the line
+// holding off, or len(src).
+func (s *source) contentEnd(off int) int {
+	e := s.lineEnd(off)
+	if e > 0 && e <= len(s.src) && e > s.lineStart(off) && s.src[e-1] == '\n' {
+		e--
+		if e > s.lineStart(off) && s.src[e-1] == '\r' {
+			e--
+		}
+	}
+	return e
+}
+
+func lineAt(data []byte, off int) int {
+	return bytes.Count(data[:off], []byte{'\n'}) + 1
+}
+
+func firstInvalidUTF8(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return 0
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func unwrapPathErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
