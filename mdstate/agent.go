@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
@@ -102,6 +103,10 @@ func (a *Agent) AddLearning(text string) ([]byte, error) {
 		}
 	}
 	at, found := a.insertPoint()
+	wantHeadings := a.headings()
+	if !found {
+		wantHeadings = append(wantHeadings, "2 Learnings")
+	}
 	var ins bytes.Buffer
 	if !found {
 		at = len(s.src)
@@ -116,12 +121,19 @@ func (a *Agent) AddLearning(text string) ([]byte, error) {
 		if at > 0 && s.src[at-1] != '\n' {
 			ins.WriteString(eol)
 		}
-		// Right after the heading, leave a blank line.
-		if prev := s.src[s.lineStart(max(at-1, 0)):at]; bytes.HasPrefix(bytes.TrimLeft(prev, " "), []byte("#")) {
+		// Right after the heading (ATX, or a setext underline), leave a
+		// blank line.
+		prev := bytes.TrimSpace(s.src[s.lineStart(max(at-1, 0)):at])
+		if bytes.HasPrefix(prev, []byte("#")) || (len(prev) > 0 && (len(bytes.Trim(prev, "=")) == 0 || len(bytes.Trim(prev, "-")) == 0)) {
 			ins.WriteString(eol)
 		}
 	}
 	ins.Write(item.Bytes())
+	// Text right after the insertion point (possible after a heading or a
+	// code block) would become part of the new item.
+	if !blankLine(s.src[at:s.lineEnd(at)]) {
+		ins.WriteString(eol)
+	}
 	out, err := splice(s.src, []Edit{{Span: Span{at, at}, Text: ins.Bytes()}})
 	if err != nil {
 		return nil, err
@@ -150,7 +162,23 @@ func (a *Agent) AddLearning(text string) ([]byte, error) {
 	if !found || j != len(a.Learnings) {
 		return nil, fmt.Errorf("%w: %s would not hold the new learning as written", ErrVerify, AgentFile)
 	}
+	// Text in the wrong place can also turn a heading into text (a setext
+	// heading's underline) and leave every learning as it was.
+	if got := after.headings(); !slices.Equal(got, wantHeadings) {
+		return nil, fmt.Errorf("%w: %s would have the headings %q instead of %q", ErrVerify, AgentFile, got, wantHeadings)
+	}
 	return out, nil
+}
+
+// headings lists the top-level headings as "level text".
+func (a *Agent) headings() []string {
+	var out []string
+	for n := a.md.doc.FirstChild(); n != nil; n = n.NextSibling() {
+		if h, ok := n.(*ast.Heading); ok {
+			out = append(out, fmt.Sprintf("%d %s", h.Level, a.md.headingText(h)))
+		}
+	}
+	return out
 }
 
 // LoadAgent reads AGENT.md; a missing file is an error wrapping
@@ -171,6 +199,9 @@ func (p *Project) Learn(text string) error {
 		return err
 	}
 	defer unlock()
+	if err := p.recoverLocked(); err != nil {
+		return err
+	}
 	path := p.Path(AgentFile)
 	for try := 0; ; try++ {
 		s, fi, err := readSource(path, AgentFile)

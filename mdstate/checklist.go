@@ -3,7 +3,6 @@ package mdstate
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,16 +115,17 @@ type Item struct {
 
 // Kind says which file a checklist is and how its IDs look.
 type Kind struct {
-	File   string // RALPH_TASKS.md
-	Prefix string // T
-	Noun   string // task
+	File    string // RALPH_TASKS.md
+	Prefix  string // T
+	Noun    string // task
+	Command string // the ralph command for it: task
 }
 
 // The three checklist files.
 var (
-	TasksKind = Kind{File: TasksFile, Prefix: "T", Noun: "task"}
-	GoalsKind = Kind{File: GoalsFile, Prefix: "G", Noun: "goal"}
-	TodoKind  = Kind{File: TodoFile, Prefix: "D", Noun: "to-do"}
+	TasksKind = Kind{File: TasksFile, Prefix: "T", Noun: "task", Command: "task"}
+	GoalsKind = Kind{File: GoalsFile, Prefix: "G", Noun: "goal", Command: "goal"}
+	TodoKind  = Kind{File: TodoFile, Prefix: "D", Noun: "to-do", Command: "todo"}
 )
 
 // Checklist is a parsed checklist file.
@@ -139,7 +139,7 @@ type Checklist struct {
 	// lastTop is the end of the last top-level list holding items: where
 	// new items are inserted. -1 when there is none.
 	lastTopEnd     int
-	lastTopMarker  []byte // "- ", or ". " after a number for ordered lists
+	lastTopMarker  []byte // "- ", or ". " after a number for ordered lists; as wide as the last item's
 	lastTopOrdinal int    // next number of an ordered list; 0 for bullets
 	lastTopIndent  string
 }
@@ -149,7 +149,7 @@ func (c *Checklist) Source() []byte { return c.src.src }
 
 // Find returns the item with the given ID (case-insensitive), or nil.
 func (c *Checklist) Find(id string) *Item {
-	id = strings.ToUpper(strings.TrimSpace(id))
+	id = normID(id)
 	for i := range c.Items {
 		if c.Items[i].ID == id {
 			return &c.Items[i]
@@ -165,10 +165,88 @@ var metaKeys = map[string]bool{
 	"from": true, "promoted": true,
 }
 
-var (
-	metaLineRe = regexp.MustCompile(`^([A-Za-z]+)[ \t]*:[ \t]*(.*?)[ \t]*$`)
-	refRe      = regexp.MustCompile(`^[A-Za-z]\d+$`)
-)
+// splitKeyValue reads "key: value" (key letters only; spaces around the
+// colon and at the end allowed) and returns the offsets of key and value
+// in b, or ok=false.
+func splitKeyValue(b []byte) (keyEnd, valStart, valEnd int, ok bool) {
+	for keyEnd < len(b) && isLetter(b[keyEnd]) {
+		keyEnd++
+	}
+	if keyEnd == 0 {
+		return 0, 0, 0, false
+	}
+	i := keyEnd
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	if i == len(b) || b[i] != ':' {
+		return 0, 0, 0, false
+	}
+	i++
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	valEnd = len(b)
+	for valEnd > i && (b[valEnd-1] == ' ' || b[valEnd-1] == '\t' || b[valEnd-1] == '\r') {
+		valEnd--
+	}
+	return keyEnd, i, valEnd, true
+}
+
+func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// normID returns an ID as the parser reads IDs: upper case, the number
+// without leading zeros, so that "after: T007" names the task "T007:".
+func normID(id string) string {
+	id = strings.ToUpper(strings.TrimSpace(id))
+	if !isRef(id) {
+		return id
+	}
+	if n := strings.TrimLeft(id[1:], "0"); n != "" {
+		return id[:1] + n
+	}
+	return id[:1] + "0"
+}
+
+// isRef reports whether s looks like an item ID: a letter and digits.
+func isRef(s string) bool {
+	if len(s) < 2 || !isLetter(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitID reads an ID with its separator at the start of b: the prefix
+// letter, digits, a colon, then spaces or the end of the line. It returns
+// the offset of the digits' end and of the title, or ok=false.
+func splitID(b []byte, prefix byte) (digitsEnd, titleAt int, ok bool) {
+	if len(b) < 3 || b[0] != prefix || !isDigit(b[1]) {
+		return 0, 0, false
+	}
+	i := 1
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	if i == len(b) || b[i] != ':' {
+		return 0, 0, false
+	}
+	digitsEnd = i
+	i++
+	if i < len(b) && b[i] != ' ' && b[i] != '\t' {
+		return 0, 0, false
+	}
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	return digitsEnd, i, true
+}
 
 // ParseChecklist parses one checklist file's bytes.
 func ParseChecklist(kind Kind, data []byte) (*Checklist, error) {
@@ -233,12 +311,32 @@ func (c *Checklist) rememberMarker(l *ast.List) {
 		return
 	}
 	start := c.md.base + last.Pos()
-	ls := c.src.lineStart(start)
-	c.lastTopIndent = string(c.src.src[ls:start])
+	ls := max(c.src.lineStart(start), c.md.base) // not the BOM, if any
+	// A top-level item is indented by at most 3 spaces.
+	ms := ls
+	for ms < start && c.src.src[ms] == ' ' {
+		ms++
+	}
+	c.lastTopIndent = string(c.src.src[ls:ms])
 	c.lastTopOrdinal = 0
 	c.lastTopMarker = []byte{l.Marker, ' '}
 	if l.IsOrdered() {
 		c.lastTopOrdinal = l.Start + l.ChildCount()
+	}
+	// The blanks after the marker set the column of the item's text: a
+	// new item keeps it, or text indented under the list after a blank
+	// line could become part of it. Tabs become spaces.
+	if fc := last.FirstChild(); fc != nil {
+		cs := c.md.pos(fc)
+		i := ms
+		for i < cs && isDigit(c.src.src[i]) {
+			i++
+		}
+		if cs > i && cs <= c.src.contentEnd(ms) && c.src.src[i] == l.Marker {
+			if w := c.src.column(cs) - c.src.column(i+1); w >= 1 && w <= 4 {
+				c.lastTopMarker = append([]byte{l.Marker}, strings.Repeat(" ", w)...)
+			}
+		}
 	}
 }
 
@@ -267,8 +365,6 @@ func (c *Checklist) checkbox(li *ast.ListItem) (box int, ok bool) {
 	return start + 1, true
 }
 
-var idSepRe = regexp.MustCompile(`^([A-Z])(\d+):(?:[ \t]+|$)`)
-
 func (c *Checklist) item(li *ast.ListItem, depth int, topLevel bool) bool {
 	box, ok := c.checkbox(li)
 	if !ok {
@@ -294,13 +390,13 @@ func (c *Checklist) item(li *ast.ListItem, depth int, topLevel bool) bool {
 		t++
 	}
 	it.TextAt = t
-	if m := idSepRe.FindSubmatchIndex(s.src[t:eol]); m != nil && string(s.src[t+m[2]:t+m[3]]) == c.Kind.Prefix {
-		it.ID = c.Kind.Prefix + strings.TrimLeft(string(s.src[t+m[4]:t+m[5]]), "0")
+	if de, ta, ok := splitID(s.src[t:eol], c.Kind.Prefix[0]); ok {
+		it.ID = c.Kind.Prefix + strings.TrimLeft(string(s.src[t+1:t+de]), "0")
 		if it.ID == c.Kind.Prefix {
 			it.ID += "0"
 		}
-		it.IDSpan = Span{t, t + m[1]}
-		t += m[1]
+		it.IDSpan = Span{t, t + ta}
+		t += ta
 	} else {
 		it.IDSpan = Span{t, t}
 	}
@@ -315,9 +411,10 @@ func (c *Checklist) item(li *ast.ListItem, depth int, topLevel bool) bool {
 	first := li.FirstChild()
 	it.metaAt = c.md.end(first)
 
-	// Body and metadata: everything in the item but its first line.
-	var excluded []Span
-	excluded = append(excluded, Span{it.Span.Start, s.lineEnd(box)})
+	// Body and metadata: everything in the item but its first line and
+	// the items nested in it, at any depth (each is an item of its own,
+	// and changing its status must not change this one's description).
+	excluded := c.nestedItems(li, []Span{{it.Span.Start, s.lineEnd(box)}})
 	for ch := first.NextSibling(); ch != nil; ch = ch.NextSibling() {
 		l, isList := ch.(*ast.List)
 		if !isList {
@@ -325,25 +422,63 @@ func (c *Checklist) item(li *ast.ListItem, depth int, topLevel bool) bool {
 		}
 		for sub := l.FirstChild(); sub != nil; sub = sub.NextSibling() {
 			sli, ok := sub.(*ast.ListItem)
-			if !ok {
-				continue
-			}
-			if _, isBox := c.checkbox(sli); isBox {
-				excluded = append(excluded, Span{s.lineStart(c.md.base + sli.Pos()), c.md.end(sli)})
+			if !ok || c.isItem(sli) {
 				continue
 			}
 			if m, ok := c.meta(sli); ok {
 				it.Meta = append(it.Meta, m)
 				excluded = append(excluded, m.Span)
+				// A new line goes after this one and looks like it:
+				// the same indentation, tabs and all, and the same
+				// bullet (a number would need renumbering: "-" then).
 				it.metaAt = m.Span.End
-				it.metaMarker = l.Marker
+				ws := m.Span.Start
+				for ws < len(s.src) && (s.src[ws] == ' ' || s.src[ws] == '\t') {
+					ws++
+				}
+				it.metaIndent = string(s.src[m.Span.Start:ws])
+				if !l.IsOrdered() {
+					it.metaMarker = l.Marker
+				}
 			}
 		}
+	}
+	// A first metadata line goes under the first line, unless what follows
+	// there is indented as deep as the new line's text (a nested list, a
+	// paragraph after a blank line): it would become part of the new line.
+	// Then it goes at the end of the item, where nothing follows that is.
+	if len(it.Meta) == 0 && s.nextIndent(it.metaAt, it.Span.End) >= len(indent)+2 {
+		it.metaAt = it.Span.End
 	}
 	it.Body = c.body(it.Span, excluded, len(indent))
 	c.applyMeta(&it)
 	c.Items = append(c.Items, it)
 	return true
+}
+
+// isItem reports whether a list item is a checklist item, as item reads
+// it: a checkbox with a status or a box-like character.
+func (c *Checklist) isItem(li *ast.ListItem) bool {
+	box, ok := c.checkbox(li)
+	return ok && (isBoxLike(c.src.src[box]) || c.src.src[box] == 'x' || c.src.src[box] == 'X')
+}
+
+// nestedItems appends the spans of the items nested in n to spans: in its
+// lists and theirs, wherever walk finds them (not in quotes).
+func (c *Checklist) nestedItems(n ast.Node, spans []Span) []Span {
+	for ch := n.FirstChild(); ch != nil; ch = ch.NextSibling() {
+		switch ch := ch.(type) {
+		case *ast.Blockquote:
+			continue
+		case *ast.ListItem:
+			if c.isItem(ch) {
+				spans = append(spans, Span{c.src.lineStart(c.md.base + ch.Pos()), c.md.end(ch)})
+				continue
+			}
+		}
+		spans = c.nestedItems(ch, spans)
+	}
+	return spans
 }
 
 func isBoxLike(b byte) bool {
@@ -360,11 +495,12 @@ func (c *Checklist) meta(li *ast.ListItem) (Meta, bool) {
 	seg := fc.Lines().At(0)
 	start := c.md.base + seg.Start
 	end := c.src.contentEnd(start)
-	m := metaLineRe.FindSubmatchIndex(c.src.src[start:end])
-	if m == nil {
+	ke, vs, ve, ok := splitKeyValue(c.src.src[start:end])
+	if !ok {
 		return Meta{}, false
 	}
-	key := strings.ToLower(string(c.src.src[start+m[2] : start+m[3]]))
+	m := []int{0, 0, 0, ke, vs, ve}
+	key := strings.ToLower(string(c.src.src[start : start+ke]))
 	// A note may wrap onto more lines; every other value is one line.
 	if !metaKeys[key] || (fc.Lines().Len() > 1 && key != "note") {
 		return Meta{}, false
@@ -431,8 +567,8 @@ func (c *Checklist) applyMeta(it *Item) {
 			it.Attempts = n
 		case "after":
 			for _, ref := range strings.FieldsFunc(m.Value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
-				ref = strings.ToUpper(ref)
-				if !refRe.MatchString(ref) {
+				ref = normID(ref)
+				if !isRef(ref) {
 					c.warn(m.Line, "after: %q is not a task ID like T3 (ignored)", ref)
 					continue
 				}
@@ -441,9 +577,9 @@ func (c *Checklist) applyMeta(it *Item) {
 		case "note":
 			it.Notes = append(it.Notes, m.Value)
 		case "from":
-			it.From = strings.ToUpper(m.Value)
+			it.From = normID(m.Value)
 		case "promoted":
-			it.Promoted = strings.ToUpper(m.Value)
+			it.Promoted = normID(m.Value)
 		}
 	}
 }

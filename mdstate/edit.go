@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/yuin/goldmark/ast"
 )
 
 // Edit replaces the bytes in Span with Text. An empty span inserts.
@@ -74,6 +76,9 @@ type ChecklistEdit struct {
 	edits  []Edit
 	nextID int // number for the next added item; 0 until the first Add
 	adds   int // items added so far
+	// trail is inserted after every other edit at its offset: the blank
+	// line that keeps added items apart from text right after the list.
+	trail []Edit
 }
 
 // Edit starts a set of changes. Items without a written ID get theirs
@@ -84,14 +89,30 @@ func (c *Checklist) Edit() *ChecklistEdit {
 		it := &c.Items[i]
 		e.want = append(e.want, it.view())
 		if it.Provisional {
-			e.edits = append(e.edits, Edit{Span: it.IDSpan, Text: []byte(it.ID + ": ")})
+			e.edits = append(e.edits, Edit{Span: it.IDSpan, Text: c.idText(it)})
 		}
 	}
 	return e
 }
 
+// idText is what writes an item's provisional ID: "T7: " before the title.
+// Without a title it is "T7:" (no trailing blank), after a blank when the
+// line ends right after the box: "[ ]T7:" would not be a checkbox.
+func (c *Checklist) idText(it *Item) []byte {
+	s := c.src
+	var b []byte
+	if it.IDSpan.Start == it.BoxAt+2 {
+		b = append(b, ' ')
+	}
+	b = append(b, it.ID+":"...)
+	if it.IDSpan.End < s.contentEnd(it.BoxAt) {
+		b = append(b, ' ')
+	}
+	return b
+}
+
 func (e *ChecklistEdit) index(id string) (int, error) {
-	id = strings.ToUpper(strings.TrimSpace(id))
+	id = normID(id)
 	for i := range e.c.Items {
 		if e.c.Items[i].ID == id {
 			return i, nil
@@ -115,7 +136,7 @@ func (e *NotFoundError) Error() string {
 	case 1:
 		return msg + " (it has only " + e.Have[0] + ")"
 	}
-	return msg + fmt.Sprintf(" (it has %s to %s); see `ralph %s list`", e.Have[0], e.Have[len(e.Have)-1], strings.TrimPrefix(e.Kind.Noun, "to-"))
+	return msg + fmt.Sprintf(" (it has %s to %s); see `ralph %s list`", e.Have[0], e.Have[len(e.Have)-1], e.Kind.Command)
 }
 
 func (c *Checklist) notFound(id string) error {
@@ -155,6 +176,7 @@ func (e *ChecklistEdit) SetMeta(id, key, value string) error {
 		return err
 	}
 	it := &e.c.Items[i]
+	value = oneLine(value)
 	if err := e.expect(i, key, value, true); err != nil {
 		return err
 	}
@@ -175,6 +197,7 @@ func (e *ChecklistEdit) AddMeta(id, key, value string) error {
 	if err != nil {
 		return err
 	}
+	value = oneLine(value)
 	if err := e.expect(i, key, value, false); err != nil {
 		return err
 	}
@@ -204,11 +227,11 @@ func (e *ChecklistEdit) expect(i int, key, value string, replace bool) error {
 	case "note":
 		w.Notes = append(w.Notes, value)
 	case "after":
-		w.After = append(w.After, strings.ToUpper(value))
+		w.After = append(w.After, readMeta(e.c.Kind, key, value).After...)
 	case "from":
-		w.From = strings.ToUpper(value)
+		w.From = normID(value)
 	case "promoted":
-		w.Promoted = strings.ToUpper(value)
+		w.Promoted = normID(value)
 	default:
 		return fmt.Errorf("unknown key %q", key)
 	}
@@ -225,6 +248,28 @@ func (e *ChecklistEdit) insertMeta(it *Item, key, value string) {
 	b.WriteByte(it.metaMarker)
 	b.WriteString(" " + key + ": " + value + s.eol)
 	e.edits = append(e.edits, Edit{Span: Span{it.metaAt, it.metaAt}, Text: b.Bytes()})
+	// A paragraph right after the item (possible after a code block)
+	// would continue the new line's text: keep them apart.
+	if e.c.startsParagraph(it.metaAt) && !slices.ContainsFunc(e.trail, func(t Edit) bool { return t.Start == it.metaAt }) {
+		e.trail = append(e.trail, Edit{Span: Span{it.metaAt, it.metaAt}, Text: []byte(s.eol)})
+	}
+}
+
+// startsParagraph reports whether the line at off is the start of a
+// paragraph, not of a list item or quote holding one.
+func (c *Checklist) startsParagraph(off int) bool {
+	for off < len(c.src.src) && (c.src.src[off] == ' ' || c.src.src[off] == '\t') {
+		off++
+	}
+	found := false
+	_ = ast.Walk(c.md.doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if p, ok := n.(*ast.Paragraph); ok && entering && p.Lines().Len() > 0 && c.md.base+p.Lines().At(0).Start == off {
+			found = true
+			return ast.WalkStop, nil
+		}
+		return ast.WalkContinue, nil
+	})
+	return found
 }
 
 // MetaKV is one metadata line for a new item.
@@ -257,6 +302,11 @@ func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 		if e.c.lastTopEnd < 0 && at > 0 && !endsWithBlankLine(s.src) {
 			b.WriteString(s.eol)
 		}
+		// Text right after the list (possible after a code block) would
+		// become part of the last new item.
+		if !blankLine(s.src[at:s.lineEnd(at)]) {
+			e.trail = append(e.trail, Edit{Span: Span{at, at}, Text: []byte(s.eol)})
+		}
 	}
 	if e.c.lastTopOrdinal > 0 {
 		marker = []byte(strconv.Itoa(e.c.lastTopOrdinal+e.adds) + string(marker))
@@ -265,21 +315,15 @@ func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 	b.Write(marker)
 	b.WriteString("[ ] " + id + ": " + title + s.eol)
 	contentIndent := strings.Repeat(" ", len(indent)+len(marker))
-	v := view{ID: id, Title: title, Status: Pending}
+	it := Item{ID: id, Title: title, Status: Pending}
 	for _, m := range meta {
 		val := oneLine(m.Value)
 		b.WriteString(contentIndent + "- " + m.Key + ": " + val + s.eol)
-		switch m.Key {
-		case "priority":
-			v.Priority, _ = strconv.Atoi(val)
-		case "after":
-			v.After = append(v.After, strings.ToUpper(val))
-		case "note":
-			v.Notes = append(v.Notes, val)
-		case "from":
-			v.From = strings.ToUpper(val)
-		}
+		it.Meta = append(it.Meta, Meta{Key: strings.ToLower(m.Key), Value: val})
 	}
+	// What the new lines should read as is what the parser reads from them.
+	(&Checklist{Kind: e.c.Kind}).applyMeta(&it)
+	v := it.view()
 	e.edits = append(e.edits, Edit{Span: Span{at, at}, Text: b.Bytes()})
 	// In file order the new item follows every item that starts before it
 	// and the items this edit added before it.
@@ -293,11 +337,24 @@ func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 	return id, nil
 }
 
+// readMeta reads one metadata value as the parser does.
+func readMeta(kind Kind, key, value string) Item {
+	it := Item{Meta: []Meta{{Key: key, Value: value}}}
+	(&Checklist{Kind: kind}).applyMeta(&it)
+	return it
+}
+
 func maxInt(a, b int) int {
 	if a > b {
 		return a
 	}
 	return b
+}
+
+// blankLine reports whether a line holds only blanks (or nothing: the end
+// of the file).
+func blankLine(b []byte) bool {
+	return len(bytes.TrimSpace(b)) == 0
 }
 
 func endsWithBlankLine(b []byte) bool {
@@ -312,7 +369,19 @@ func (e *ChecklistEdit) Changed() bool { return len(e.edits) > 0 }
 // Bytes splices the edits, re-parses the result and checks that every item
 // means what it should. It never returns bytes that fail that check.
 func (e *ChecklistEdit) Bytes() ([]byte, *Checklist, error) {
-	out, err := splice(e.c.src.src, slices.Clone(e.edits))
+	out, after, err := e.bytes()
+	if err != nil && errors.Is(err, ErrVerify) {
+		// The usual reason a correct splice reads wrong: the file ends
+		// inside a block, so whatever ralph adds becomes part of it.
+		if what, line := unclosedBlock(e.c.src.src); line > 0 {
+			return nil, nil, &FileError{File: e.c.Kind.File, Line: line, Msg: what + " opened here is never closed, so anything added below it would be part of it", Hint: "close it, then run again", Err: err}
+		}
+	}
+	return out, after, err
+}
+
+func (e *ChecklistEdit) bytes() ([]byte, *Checklist, error) {
+	out, err := splice(e.c.src.src, append(slices.Clone(e.edits), e.trail...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -341,5 +410,5 @@ func (e *ChecklistEdit) Checklist() *Checklist { return e.c }
 
 // NotFound returns the error for an ID that is not in the checklist.
 func (e *ChecklistEdit) NotFound(id string) error {
-	return e.c.notFound(strings.ToUpper(strings.TrimSpace(id)))
+	return e.c.notFound(normID(id))
 }

@@ -38,13 +38,13 @@ func parseMarkdown(s *source) *parsed {
 // it as a thematic break and a heading, and its YAML lists as list items.
 func frontMatterLen(b []byte) int {
 	first, rest, ok := cutLine(b)
-	if !ok || string(bytes.TrimRight(first, " \t\r")) != "---" {
+	if !ok || string(bytes.TrimRight(first, " \t\r\n")) != "---" {
 		return 0
 	}
 	off := len(b) - len(rest)
 	for len(rest) > 0 {
 		line, next, _ := cutLine(rest)
-		t := string(bytes.TrimRight(line, " \t\r"))
+		t := string(bytes.TrimRight(line, " \t\r\n"))
 		off += len(rest) - len(next)
 		if t == "---" || t == "..." {
 			return off
@@ -65,13 +65,19 @@ func cutLine(b []byte) (line, rest []byte, ok bool) {
 	return b, nil, true
 }
 
-// pos returns the absolute start offset of a block node.
+// pos returns the absolute start offset of a block node. A fenced code
+// block's Lines() hold its content only; it starts at its opening fence.
+// goldmark may place an empty heading one past the end of the source; pos
+// never returns more than len(src).
 func (p *parsed) pos(n ast.Node) int {
+	if _, fenced := n.(*ast.FencedCodeBlock); fenced && n.Pos() >= 0 {
+		return min(p.base+n.Pos(), len(p.s.src))
+	}
 	if n.Type() == ast.TypeBlock && n.Lines().Len() > 0 {
-		return p.base + n.Lines().At(0).Start
+		return min(p.base+n.Lines().At(0).Start, len(p.s.src))
 	}
 	if n.Pos() >= 0 {
-		return p.base + n.Pos()
+		return min(p.base+n.Pos(), len(p.s.src))
 	}
 	if c := n.FirstChild(); c != nil {
 		return p.pos(c)
@@ -98,6 +104,12 @@ func (p *parsed) end(n ast.Node) int {
 			}
 		}
 		return e
+	case *ast.Heading:
+		// A setext heading's underline is not among its Lines(); goldmark
+		// gives it the position of its text, where an ATX heading has its #.
+		if n := b.Lines().Len(); n > 0 && b.Pos() == b.Lines().At(0).Start {
+			return p.s.lineEnd(p.s.lineEnd(p.base + b.Lines().At(n-1).Start))
+		}
 	case *ast.HTMLBlock:
 		e := -1
 		if b.Lines().Len() > 0 {
@@ -130,14 +142,30 @@ func (p *parsed) headingText(h *ast.Heading) string {
 		return ""
 	}
 	seg := h.Lines().At(0)
-	return string(bytes.TrimSpace(p.s.src[p.base+seg.Start : p.base+seg.Stop]))
+	start, stop := min(p.base+seg.Start, len(p.s.src)), min(p.base+seg.Stop, len(p.s.src))
+	return string(bytes.TrimSpace(p.s.src[start:max(start, stop)]))
+}
+
+// nextIndent returns the column of the first non-blank line in [from, to),
+// or -1 when every line there is blank.
+func (s *source) nextIndent(from, to int) int {
+	for off := from; off < to; off = s.lineEnd(off) {
+		i := off
+		for i < to && (s.src[i] == ' ' || s.src[i] == '\t') {
+			i++
+		}
+		if i < to && s.src[i] != '\r' && s.src[i] != '\n' {
+			return s.column(i)
+		}
+	}
+	return -1
 }
 
 // column returns the visual column of offset off within its line, with
 // tabs expanded to multiples of 4 as CommonMark does.
 func (s *source) column(off int) int {
 	col := 0
-	for i := s.lineStart(off); i < off; i++ {
+	for i := max(s.lineStart(off), s.bom); i < off; i++ { // a BOM takes no column
 		if s.src[i] == '\t' {
 			col += 4 - col%4
 		} else if s.src[i]&0xC0 != 0x80 { // count runes, not bytes

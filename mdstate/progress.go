@@ -2,6 +2,7 @@ package mdstate
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +67,7 @@ type entryScanner struct {
 	fenceLen  int
 	inComment bool
 	line      int
+	openLine  int // where the open fence or comment started
 }
 
 // feedLine updates the scanner with one line (without its newline) and
@@ -97,12 +99,12 @@ func (sc *entryScanner) feedLine(b []byte) bool {
 		}
 		if len(t) > 0 && (t[0] == '`' || t[0] == '~') {
 			if n := fenceRun(t, t[0]); n >= 3 && !(t[0] == '`' && bytes.IndexByte(t[n:], '`') >= 0) {
-				sc.fence, sc.fenceLen = t[0], n
+				sc.fence, sc.fenceLen, sc.openLine = t[0], n, sc.line
 			}
 		}
 	case '<':
 		if bytes.HasPrefix(b, []byte("<!--")) && !bytes.Contains(b[4:], []byte("-->")) {
-			sc.inComment = true
+			sc.inComment, sc.openLine = true, sc.line
 		}
 	}
 	return false
@@ -123,13 +125,171 @@ func trimFence(b []byte, c byte) []byte {
 
 // ReadProgress counts the entries of the progress log and parses the last
 // n of them. Only those n entries are parsed; the rest is scanned in
-// fixed-size chunks, so memory does not grow with the log. A missing file
+// fixed-size blocks, so memory does not grow with the log. A missing file
 // is an empty log.
 func (p *Project) ReadProgress(n int) (*Log, error) {
-	return readProgress(p.Path(ProgressFile), n)
+	return readProgress(p.Root, n)
 }
 
-func readProgress(path string, n int) (*Log, error) {
+var (
+	fenceTicks  = []byte("```")
+	fenceTildes = []byte("~~~")
+	commentOpen = []byte("<!--")
+)
+
+// isEntryHead reports whether the line starting b is an entry heading.
+func isEntryHead(b []byte) bool {
+	return len(b) >= 2 && b[0] == '#' && b[1] == '#' &&
+		(len(b) == 2 || b[2] == ' ' || b[2] == '\t' || b[2] == '\r' || b[2] == '\n')
+}
+
+// scanBlock feeds whole lines (b ends at a line end, or at EOF) to the
+// scanner and calls onEntry for each entry heading. A block with no fence
+// or comment in it, entered outside of one, cannot change the scanner's
+// state, so its headings are found with a search for "\n##" instead of a
+// look at every line: that is most of the log, and it is several times
+// faster.
+func (sc *entryScanner) scanBlock(b []byte, base int64, onEntry func(off int64, line int)) {
+	if sc.fence == 0 && !sc.inComment && !bytes.Contains(b, fenceTicks) && !bytes.Contains(b, fenceTildes) && !bytes.Contains(b, commentOpen) {
+		line, counted := sc.line+1, 0 // line number of b[counted:]
+		if isEntryHead(b) {
+			onEntry(base, line)
+		}
+		// Search for '#', not "\n##": '\n' is on every line, '#' rarely
+		// outside headings, so each search skips a whole entry.
+		for i := 1; i < len(b); {
+			j := bytes.IndexByte(b[i:], '#')
+			if j < 0 {
+				break
+			}
+			k := i + j
+			if b[k-1] == '\n' && isEntryHead(b[k:]) {
+				line += bytes.Count(b[counted:k], []byte{'\n'})
+				counted = k
+				onEntry(base+int64(k), line)
+				k++
+			}
+			i = k + 1
+		}
+		sc.line += bytes.Count(b, []byte{'\n'})
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			sc.line++ // an unterminated last line
+		}
+		return
+	}
+	for i := 0; i < len(b); {
+		j := bytes.IndexByte(b[i:], '\n')
+		end := len(b)
+		if j >= 0 {
+			end = i + j
+		}
+		if sc.feedLine(b[i:end]) {
+			onEntry(base+int64(i), sc.line)
+		}
+		i = end + 1
+	}
+}
+
+// indexTail is how many entry starts the index keeps: enough for the
+// recent entries the status and an agent's context show.
+const indexTail = 16
+
+// entryStart is where an entry's heading is.
+type entryStart struct {
+	Off  int64 `json:"off"`
+	Line int   `json:"line"`
+}
+
+// logIndex is what a full scan of the log found, kept in .ralph/ so that
+// the next read need not scan again. It is a memo of the log's bytes, not
+// state: it is used only while the log's size, times and inode are exactly
+// those it was made from (a person's edit always changes the ctime), and
+// deleting it loses nothing.
+type logIndex struct {
+	V       int          `json:"v"`
+	Size    int64        `json:"size"`
+	Mtime   int64        `json:"mtime_ns"`
+	Ctime   int64        `json:"ctime_ns"`
+	Ino     uint64       `json:"ino"`
+	Dev     uint64       `json:"dev"`
+	Entries int          `json:"entries"`
+	Tail    []entryStart `json:"tail"`
+	// The scanner's state at the end of the log, to extend the index
+	// when ralph appends.
+	Lines     int  `json:"lines"`
+	Fence     byte `json:"fence"`
+	FenceLen  int  `json:"fence_len"`
+	InComment bool `json:"in_comment"`
+}
+
+func (x *logIndex) matches(fi fs.FileInfo) bool {
+	id, ok := statID(fi)
+	return ok && x.V == 1 && x.Size == fi.Size() && x.Mtime == fi.ModTime().UnixNano() &&
+		x.Ctime == id.ctime && x.Ino == id.ino && x.Dev == id.dev
+}
+
+func (x *logIndex) stamp(fi fs.FileInfo) bool {
+	id, ok := statID(fi)
+	x.V, x.Size, x.Mtime, x.Ctime, x.Ino, x.Dev = 1, fi.Size(), fi.ModTime().UnixNano(), id.ctime, id.ino, id.dev
+	return ok
+}
+
+func (x *logIndex) scanner() entryScanner {
+	return entryScanner{fence: x.Fence, fenceLen: x.FenceLen, inComment: x.InComment, line: x.Lines}
+}
+
+func (x *logIndex) setScanner(sc entryScanner) {
+	x.Fence, x.FenceLen, x.InComment, x.Lines = sc.fence, sc.fenceLen, sc.inComment, sc.line
+}
+
+func (x *logIndex) add(st entryStart) {
+	x.Entries++
+	x.Tail = append(x.Tail, st)
+	if len(x.Tail) > indexTail {
+		x.Tail = x.Tail[len(x.Tail)-indexTail:]
+	}
+}
+
+func indexPath(root string) string {
+	return filepath.Join(root, RuntimeDir, "progress.index")
+}
+
+func loadIndex(root string) *logIndex {
+	data, err := os.ReadFile(indexPath(root))
+	if err != nil {
+		return nil
+	}
+	var x logIndex
+	if json.Unmarshal(data, &x) != nil {
+		return nil
+	}
+	return &x
+}
+
+// saveIndex writes the index atomically but without fsync: after a crash
+// it is stale or missing, and either way it is not used.
+func saveIndex(root string, x *logIndex) {
+	data, err := json.Marshal(x)
+	if err != nil {
+		return
+	}
+	dir := filepath.Join(root, RuntimeDir)
+	if os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	f, err := os.CreateTemp(dir, ".progress.index-*")
+	if err != nil {
+		return
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil || cerr != nil || os.Rename(f.Name(), indexPath(root)) != nil {
+		os.Remove(f.Name())
+	}
+}
+
+func readProgress(root string, n int) (*Log, error) {
+	path := filepath.Join(root, ProgressFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Log{}, nil
@@ -146,97 +306,97 @@ func readProgress(path string, n int) (*Log, error) {
 		return nil, &FileError{File: ProgressFile, Msg: "is a directory, not a file", Hint: "move it out of the way, then run `ralph init` to create the file"}
 	}
 	lg := &Log{Size: fi.Size()}
-	type start struct {
-		off  int64
-		line int
-	}
-	// A ring of the last n entry starts.
-	ring := make([]start, max(n, 1))
-	var sc entryScanner
-	buf := make([]byte, scanChunk)
-	var carry []byte // a line split across chunks
-	var off int64    // offset of buf[0] in the file
-	for {
-		k, rerr := io.ReadFull(f, buf)
-		chunk := buf[:k]
-		if bytes.IndexByte(chunk, 0) >= 0 {
-			return nil, &FileError{File: ProgressFile, Line: sc.line + 1, Msg: "looks binary (it holds a NUL byte)", Hint: "restore it with `ralph restore " + ProgressFile + "` or `git checkout -- " + ProgressFile + "`"}
+	var starts []entryStart
+	if x := loadIndex(root); x != nil && x.matches(fi) && (n <= len(x.Tail) || x.Entries == len(x.Tail)) {
+		lg.Entries = x.Entries
+		starts = x.Tail[max(len(x.Tail)-n, 0):]
+	} else {
+		x, all, err := scanLog(f, max(n, indexTail))
+		if err != nil {
+			return nil, err
 		}
-		i := 0
-		if len(carry) > 0 {
-			j := bytes.IndexByte(chunk, '\n')
-			if j < 0 && rerr == nil {
-				if len(carry)+len(chunk) > MaxLineBytes {
-					return nil, &FileError{File: ProgressFile, Line: sc.line + 1, Msg: "has a line longer than " + humanBytes(MaxLineBytes), Hint: "break it into shorter lines"}
-				}
-				carry = append(carry, chunk...)
-				off += int64(k)
-				continue
-			}
-			if j < 0 {
-				j = len(chunk)
-			}
-			lineOff := off - int64(len(carry))
-			carry = append(carry, chunk[:j]...)
-			if sc.feedLine(carry) {
-				ring[lg.Entries%len(ring)] = start{lineOff, sc.line}
-				lg.Entries++
-			}
-			carry = carry[:0]
-			i = j + 1
-		}
-		for i < len(chunk) {
-			j := bytes.IndexByte(chunk[i:], '\n')
-			if j < 0 {
-				if rerr != nil { // last line, unterminated
-					if sc.feedLine(chunk[i:]) {
-						ring[lg.Entries%len(ring)] = start{off + int64(i), sc.line}
-						lg.Entries++
-					}
-				} else {
-					carry = append(carry, chunk[i:]...)
-				}
-				break
-			}
-			if sc.feedLine(chunk[i : i+j]) {
-				ring[lg.Entries%len(ring)] = start{off + int64(i), sc.line}
-				lg.Entries++
-			}
-			i += j + 1
-		}
-		off += int64(k)
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			return nil, &FileError{File: ProgressFile, Msg: "cannot read: " + rerr.Error()}
+		lg.Entries = x.Entries
+		starts = all[max(len(all)-n, 0):]
+		if x.stamp(fi) {
+			saveIndex(root, x)
 		}
 	}
-	if n <= 0 || lg.Entries == 0 {
+	if n <= 0 || len(starts) == 0 {
 		return lg, nil
 	}
 	// Parse the last n entries: from the oldest of them to the end.
-	first := max(lg.Entries-n, 0)
-	var starts []start
-	for k := first; k < lg.Entries; k++ {
-		starts = append(starts, ring[k%len(ring)])
-	}
-	tail := make([]byte, lg.Size-starts[0].off)
-	if _, err := f.ReadAt(tail, starts[0].off); err != nil && err != io.EOF {
+	tail := make([]byte, lg.Size-starts[0].Off)
+	if _, err := f.ReadAt(tail, starts[0].Off); err != nil && err != io.EOF {
 		return nil, &FileError{File: ProgressFile, Msg: "cannot read: " + err.Error()}
+	}
+	if i := bytes.IndexByte(tail, 0); i >= 0 {
+		return nil, &FileError{File: ProgressFile, Line: starts[0].Line + bytes.Count(tail[:i], []byte{'\n'}), Msg: "holds a NUL byte", Hint: "remove it, or restore the file with `git checkout -- " + ProgressFile + "`"}
 	}
 	for k, st := range starts {
 		end := int64(len(tail))
 		if k+1 < len(starts) {
-			end = starts[k+1].off - starts[0].off
+			end = starts[k+1].Off - starts[0].Off
 		}
-		b := tail[st.off-starts[0].off : end]
-		e, warns := parseEntry(b, st.line)
-		e.Offset = st.off
+		e, warns := parseEntry(tail[st.Off-starts[0].Off:end], st.Line)
+		e.Offset = st.Off
 		lg.Recent = append(lg.Recent, e)
 		lg.Warnings = append(lg.Warnings, warns...)
 	}
 	return lg, nil
+}
+
+// scanLog scans the whole log from f's current offset and returns its
+// index (unstamped) and the last keep entry starts, oldest first.
+func scanLog(f io.Reader, keep int) (*logIndex, []entryStart, error) {
+	x := &logIndex{}
+	ring := make([]entryStart, keep)
+	onEntry := func(off int64, line int) {
+		ring[x.Entries%keep] = entryStart{off, line}
+		x.Entries++
+	}
+	var sc entryScanner
+	buf := make([]byte, scanChunk)
+	held := 0      // bytes of an unfinished line kept at the start of buf
+	var base int64 // file offset of buf[0]
+	first := true
+	for {
+		k, rerr := io.ReadFull(f, buf[held:])
+		have := held + k
+		eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
+		if rerr != nil && !eof {
+			return nil, nil, &FileError{File: ProgressFile, Msg: "cannot read: " + rerr.Error()}
+		}
+		if first && bytes.IndexByte(buf[:have], 0) >= 0 {
+			// Binary files hold NULs throughout; the first block tells.
+			return nil, nil, &FileError{File: ProgressFile, Line: lineAt(buf[:have], bytes.IndexByte(buf[:have], 0)), Msg: "looks binary (it holds a NUL byte)", Hint: "restore it with `ralph restore " + ProgressFile + "` or `git checkout -- " + ProgressFile + "`"}
+		}
+		first = false
+		end := have
+		if !eof {
+			end = bytes.LastIndexByte(buf[:have], '\n') + 1
+		}
+		if end == 0 && !eof { // one line fills the buffer
+			if len(buf) >= MaxLineBytes {
+				return nil, nil, &FileError{File: ProgressFile, Line: sc.line + 1, Msg: "has a line longer than " + humanBytes(MaxLineBytes), Hint: "break it into shorter lines"}
+			}
+			buf = append(buf, make([]byte, len(buf))...)
+			held = have
+			continue
+		}
+		sc.scanBlock(buf[:end], base, onEntry)
+		if eof {
+			break
+		}
+		held = copy(buf, buf[end:have])
+		base += int64(end)
+	}
+	x.setScanner(sc)
+	var out []entryStart
+	for k := max(x.Entries-keep, 0); k < x.Entries; k++ {
+		out = append(out, ring[k%keep])
+	}
+	x.Tail = out[max(len(out)-indexTail, 0):]
+	return x, out, nil
 }
 
 // entryTimeLayouts are the heading times ralph reads. It writes the first.
@@ -261,7 +421,8 @@ func parseEntry(b []byte, line int) (Entry, []Warning) {
 				continue
 			}
 			ts := strings.Join(f[:words], " ")
-			if t, err := time.Parse(layout, ts); err == nil {
+			// A time written without a zone is the writer's local time.
+			if t, err := time.ParseInLocation(layout, ts, time.Local); err == nil {
 				e.Time = t
 				e.Title = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(strings.TrimPrefix(h, ts)), "—–-·:|"))
 				goto parsed
@@ -300,7 +461,8 @@ func writeBlock(b *strings.Builder, md *parsed, n ast.Node) {
 		return
 	}
 	start = md.s.lineStart(start)
-	b.Write(md.s.src[start:end])
+	// Text read from a CRLF log reads as from an LF one.
+	b.WriteString(strings.ReplaceAll(string(md.s.src[start:end]), "\r\n", "\n"))
 }
 
 func lineStarts(b []byte) []int {
@@ -321,11 +483,11 @@ func entryField(md *parsed, li *ast.ListItem) (Field, bool) {
 	}
 	start := md.base + fc.Lines().At(0).Start
 	line := md.s.src[start:md.s.contentEnd(start)]
-	m := metaLineRe.FindSubmatch(line)
-	if m == nil {
+	ke, vs, ve, ok := splitKeyValue(line)
+	if !ok {
 		return Field{}, false
 	}
-	f := Field{Key: strings.ToLower(string(m[1])), Value: string(m[2])}
+	f := Field{Key: strings.ToLower(string(line[:ke])), Value: string(line[vs:ve])}
 	// Continuation lines of a multi-line value.
 	for i := 1; i < fc.Lines().Len(); i++ {
 		seg := fc.Lines().At(i)
@@ -345,9 +507,12 @@ func entryField(md *parsed, li *ast.ListItem) (Field, bool) {
 	return f, true
 }
 
-// Render returns the entry as ralph writes it. Every value is indented
-// under its bullet, so no text an agent reports can start a heading or a
-// fence at column 0 and break the log's structure.
+// Render returns the entry as ralph writes it: the heading, then one
+// "- key: value" line per field and one nested bullet per list item. Every
+// value is folded onto one line (an agent's full transcript goes to
+// .ralph/logs/, not here), so nothing ralph writes can open a fence, a
+// comment or a heading and change how the rest of the log reads. A Body is
+// parsed from a person's entries, never written.
 func (e *Entry) Render(eol string) []byte {
 	var b bytes.Buffer
 	b.WriteString("## ")
@@ -358,22 +523,9 @@ func (e *Entry) Render(eol string) []byte {
 	b.WriteString(oneLine(e.Title))
 	b.WriteString(eol)
 	for _, f := range e.Fields {
-		lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(f.Value, "\r\n", "\n")), "\n")
-		b.WriteString("- " + f.Key + ": " + strings.TrimSpace(lines[0]) + eol)
-		for _, l := range lines[1:] {
-			if strings.TrimSpace(l) == "" {
-				continue // a blank line would end the bullet
-			}
-			b.WriteString("  " + strings.TrimRight(l, " \t") + eol)
-		}
+		b.WriteString(strings.TrimRight("- "+f.Key+": "+oneLine(f.Value), " ") + eol)
 		for _, item := range f.List {
 			b.WriteString("  - " + oneLine(item) + eol)
-		}
-	}
-	if body := strings.TrimSpace(e.Body); body != "" {
-		b.WriteString(eol)
-		for _, l := range strings.Split(body, "\n") {
-			b.WriteString(strings.TrimRight(l, "\r") + eol)
 		}
 	}
 	return b.Bytes()
@@ -397,7 +549,7 @@ func (p *Project) AppendProgress(e Entry) error {
 		return err
 	}
 	defer unlock()
-	if err := p.recoverJournal(); err != nil {
+	if err := p.recoverLocked(); err != nil {
 		return err
 	}
 	path := p.Path(ProgressFile)
@@ -452,7 +604,29 @@ func (p *Project) AppendProgress(e Entry) error {
 		return err
 	}
 	_ = os.Remove(p.journalPath())
+	p.extendIndex(f, fi, text, lastN > 0 && last[1] != '\n')
 	return nil
+}
+
+// extendIndex brings the progress index up to date after an append of
+// text to a file that had info before, by scanning only text. An index
+// that did not match the file before stays stale; the next read rescans.
+func (p *Project) extendIndex(f *os.File, before fs.FileInfo, text []byte, unterminated bool) {
+	x := loadIndex(p.Root)
+	if x == nil || !x.matches(before) {
+		return
+	}
+	sc := x.scanner()
+	if unterminated {
+		sc.line-- // the file's last line is counted; text's first newline ends it
+	}
+	sc.scanBlock(text, before.Size(), func(off int64, line int) { x.add(entryStart{off, line}) })
+	x.setScanner(sc)
+	after, err := f.Stat()
+	if err != nil || !x.stamp(after) {
+		return
+	}
+	saveIndex(p.Root, x)
 }
 
 func (p *Project) writeJournal(off int64, text []byte) error {
@@ -481,8 +655,12 @@ func (p *Project) recoverJournal() error {
 	}
 	path := p.Path(ProgressFile)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The log was deleted since: nothing to finish.
+		return os.Remove(p.journalPath())
+	}
 	if err != nil {
-		return &FileError{File: ProgressFile, Msg: "cannot open to finish an interrupted append: " + unwrapPathErr(err)}
+		return &FileError{File: ProgressFile, Msg: "cannot open to finish an interrupted append: " + unwrapPathErr(err), Hint: "check the file's permissions"}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -525,4 +703,31 @@ func (p *Project) recoverJournal() error {
 		}
 	}
 	return os.Remove(p.journalPath())
+}
+
+// CountEntries counts the entries in a progress log's bytes, by the same
+// rules as ReadProgress.
+func CountEntries(data []byte) int {
+	n := 0
+	var sc entryScanner
+	sc.scanBlock(data, 0, func(int64, int) { n++ })
+	return n
+}
+
+// unclosedBlock reports a fenced code block or HTML comment that is still
+// open at the end of data, and the line it opened on.
+func unclosedBlock(data []byte) (what string, line int) {
+	var sc entryScanner
+	for len(data) > 0 {
+		l, rest, _ := cutLine(data)
+		sc.feedLine(bytes.TrimRight(l, "\r\n"))
+		data = rest
+	}
+	switch {
+	case sc.fence != 0:
+		return "a code block (" + strings.Repeat(string(sc.fence), 3) + ")", sc.openLine
+	case sc.inComment:
+		return "an HTML comment (<!--)", sc.openLine
+	}
+	return "", 0
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -62,6 +63,39 @@ type Project struct {
 	Root string
 	// Now is the clock; tests set it. Nil means time.Now.
 	Now func() time.Time
+
+	mu sync.Mutex
+	// parsed holds the last parse of each checklist ralph read or wrote.
+	// It is used only while the file's bytes are exactly the ones parsed,
+	// so a coordinator that edits in a loop parses once per edit (the
+	// check of its own write) instead of twice.
+	parsed map[string]*Checklist
+}
+
+// checklist parses data, or returns the parse of identical bytes.
+func (p *Project) checklist(kind Kind, data []byte) (*Checklist, error) {
+	p.mu.Lock()
+	c := p.parsed[kind.File]
+	p.mu.Unlock()
+	if c != nil && bytes.Equal(c.src.src, data) {
+		return c, nil
+	}
+	s, err := newSource(kind.File, data)
+	if err != nil {
+		return nil, err
+	}
+	c = parseChecklist(kind, s)
+	p.remember(c)
+	return c, nil
+}
+
+func (p *Project) remember(c *Checklist) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.parsed == nil {
+		p.parsed = map[string]*Checklist{}
+	}
+	p.parsed[c.Kind.File] = c
 }
 
 // Open returns the project rooted at root.
@@ -82,11 +116,11 @@ func (p *Project) Path(name string) string { return filepath.Join(p.Root, name) 
 // LoadChecklist reads and parses a checklist file. A missing file is an
 // error wrapping fs.ErrNotExist.
 func (p *Project) LoadChecklist(kind Kind) (*Checklist, error) {
-	s, _, err := readSource(p.Path(kind.File), kind.File)
+	data, _, err := readChecked(p.Path(kind.File), kind.File)
 	if err != nil {
 		return nil, err
 	}
-	return parseChecklist(kind, s), nil
+	return p.checklist(kind, data)
 }
 
 // MissingError reports a state file that a command needs but that does not
@@ -104,21 +138,32 @@ func (e *MissingError) Error() string {
 // read-modify-write, and if a person saved the file between ralph's read
 // and its write it starts again from their version, so neither is lost.
 func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*Checklist, error) {
+	// A missing file is advice to run init, before anything (.ralph/ with
+	// its lock) is created in a folder that may not be a project at all.
+	if _, err := os.Lstat(p.Path(kind.File)); errors.Is(err, fs.ErrNotExist) {
+		return nil, &MissingError{File: kind.File, Root: p.Root}
+	}
 	unlock, err := p.lockState()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	if err := p.recoverLocked(); err != nil {
+		return nil, err
+	}
 	path := p.Path(kind.File)
 	for try := 0; ; try++ {
-		s, fi, err := readSource(path, kind.File)
+		data, fi, err := readChecked(path, kind.File)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &MissingError{File: kind.File, Root: p.Root}
 		}
 		if err != nil {
 			return nil, err
 		}
-		c := parseChecklist(kind, s)
+		c, err := p.checklist(kind, data)
+		if err != nil {
+			return nil, err
+		}
 		e := c.Edit()
 		if err := fn(e); err != nil {
 			return c, err
@@ -133,12 +178,13 @@ func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*
 		if err := checkWritable(kind.File, fi); err != nil {
 			return c, err
 		}
-		switch err := writeIfUnchanged(path, s.src, out, fi.Mode()); {
+		switch err := writeIfUnchanged(path, data, out, fi.Mode()); {
 		case errors.Is(err, errChanged) && try < 3:
 			continue
 		case err != nil:
 			return c, &FileError{File: kind.File, Msg: "cannot write: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
 		}
+		p.remember(after)
 		return after, nil
 	}
 }
@@ -221,6 +267,30 @@ func syncDir(dir string) error {
 		return err
 	}
 	return nil
+}
+
+// Recover finishes what a crash interrupted: an append to the progress
+// log that the journal records, and temporary files of an atomic write
+// that never got renamed. ralph calls it on start; every write does too.
+func (p *Project) Recover() error {
+	unlock, err := p.lockState()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return p.recoverLocked()
+}
+
+// recoverLocked is Recover for a caller that holds the state lock, so no
+// other ralph is mid-write and every temporary file is a crash's leftover.
+func (p *Project) recoverLocked() error {
+	for _, name := range Files {
+		matches, _ := filepath.Glob(filepath.Join(p.Root, "."+name+".ralph-*"))
+		for _, m := range matches {
+			_ = os.Remove(m)
+		}
+	}
+	return p.recoverJournal()
 }
 
 // lockState takes ralph's short-lived write lock, held by any ralph process

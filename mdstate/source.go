@@ -26,7 +26,10 @@ type FileError struct {
 	Line int    // 1-based; 0 when not about one line
 	Msg  string // what is wrong
 	Hint string // what to do
+	Err  error  // the condition, for errors.Is; may be nil
 }
+
+func (e *FileError) Unwrap() error { return e.Err }
 
 func (e *FileError) Error() string {
 	loc := e.File
@@ -70,6 +73,20 @@ var bomBytes = []byte{0xEF, 0xBB, 0xBF}
 // readSource reads a state file and checks that it is text ralph can edit.
 // A missing file yields fs.ErrNotExist wrapped with the name.
 func readSource(path, name string) (*source, fs.FileInfo, error) {
+	data, fi, err := readChecked(path, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := newSource(name, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, fi, nil
+}
+
+// readChecked reads a state file after checking that it is a regular file
+// of a size ralph reads.
+func readChecked(path, name string) ([]byte, fs.FileInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -90,11 +107,7 @@ func readSource(path, name string) (*source, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, &FileError{File: name, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the file's permissions"}
 	}
-	s, err := newSource(name, data)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, fi, nil
+	return data, fi, nil
 }
 
 // newSource checks data and indexes its lines.
@@ -155,16 +168,18 @@ func (s *source) line(off int) int {
 }
 
 // lineStart returns the offset of the start of the line holding off.
+// Lines are short, so a byte scan beats a search of the line index.
 func (s *source) lineStart(off int) int {
-	return s.lineStarts[s.line(off)-1]
+	off = min(off, len(s.src)) // goldmark may place an empty block at EOF+1
+	return bytes.LastIndexByte(s.src[:off], '\n') + 1
 }
 
 // lineEnd returns the offset just past the line ending of the line holding
 // off (or len(src) for an unterminated last line).
 func (s *source) lineEnd(off int) int {
-	n := s.line(off)
-	if n < len(s.lineStarts) {
-		return s.lineStarts[n]
+	off = min(off, len(s.src)) // as in lineStart
+	if i := bytes.IndexByte(s.src[off:], '\n'); i >= 0 {
+		return off + i + 1
 	}
 	return len(s.src)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/ralph-dev/ralph/cmd/ralph/internal/cli"
@@ -17,6 +18,12 @@ func main() {
 }
 
 func run() int {
+	// Most commands live for milliseconds and allocate a few megabytes
+	// (parsing a 1,000-task file is about 3 MB): collecting garbage that
+	// often costs more than it saves. GOGC still overrides this.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env, err := cli.EnvFromOS()

@@ -116,3 +116,89 @@ func killGroup(cmd *exec.Cmd) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// Result is how a finished child ran.
+type Result struct {
+	Stdout, Stderr []byte
+	ExitCode       int           // -1 when killed by a signal
+	Wall           time.Duration // start to exit
+	MaxRSS         int64         // peak resident memory in bytes
+}
+
+// Run runs the command to completion and reports its exit code, time and
+// peak memory. A non-zero exit is not an error; failing to start is.
+func Run(ctx context.Context, c Cmd) (Result, error) {
+	if _, err := exec.LookPath(c.Name); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", c.Name, ErrNotFound)
+	}
+	cmd := c.build(ctx)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Wall: time.Since(start), ExitCode: -1}
+	killGroup(cmd)
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			res.MaxRSS = maxRSSBytes(ru)
+		}
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		return res, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return res, fmt.Errorf("%s: %w", c.Name, ctxErr)
+	}
+	return res, nil
+}
+
+// Process is a started child.
+type Process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Start starts the command with its output going to stdout and stderr
+// (nil discards). The context cancels it as a group, like Output.
+func Start(ctx context.Context, c Cmd, stdout, stderr io.Writer) (*Process, error) {
+	if _, err := exec.LookPath(c.Name); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, ErrNotFound)
+	}
+	cmd := c.build(ctx)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", c.Name, err)
+	}
+	p := &Process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid returns the child's process ID, which is also its process group ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the child alone (not its group): how a test
+// simulates a crash of the child itself.
+func (p *Process) Signal(sig syscall.Signal) error {
+	return syscall.Kill(p.cmd.Process.Pid, sig)
+}
+
+// Wait waits for the child to exit, at most timeout, then kills its group.
+func (p *Process) Wait(timeout time.Duration) error {
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		killGroup(p.cmd)
+		<-p.done
+		return fmt.Errorf("%s: still running after %s; killed", p.cmd.Path, timeout)
+	}
+	killGroup(p.cmd)
+	return p.err
+}

@@ -7,3 +7,6 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// maxRSSBytes converts ru_maxrss, which Linux reports in KiB.
+func maxRSSBytes(ru *syscall.Rusage) int64 { return ru.Maxrss * 1024 }

@@ -9,3 +9,6 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// maxRSSBytes converts ru_maxrss: bytes on Darwin, KiB on the BSDs.
+func maxRSSBytes(ru *syscall.Rusage) int64 { return int64(ru.Maxrss) }

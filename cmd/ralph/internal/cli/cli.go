@@ -11,7 +11,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,11 +75,40 @@ func (f *Factory) Project() (*mdstate.Project, bool) {
 	return p, found
 }
 
-// warn prints warnings to ErrOut, one per line.
+// warn prints warnings to ErrOut, one per line, in file and line order.
 func (f *Factory) warn(ws []mdstate.Warning) {
-	for _, w := range ws {
+	for _, w := range sortWarnings(ws) {
 		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
 	}
+}
+
+// sortWarnings returns the warnings ordered by file (in the order of
+// mdstate.Files), then line, so that they read top to bottom.
+func sortWarnings(ws []mdstate.Warning) []mdstate.Warning {
+	out := slices.Clone(ws)
+	slices.SortStableFunc(out, func(a, b mdstate.Warning) int {
+		if fa, fb := slices.Index(mdstate.Files, a.File), slices.Index(mdstate.Files, b.File); fa != fb {
+			return fa - fb
+		}
+		return a.Line - b.Line
+	})
+	return out
+}
+
+// checkDir rejects a -C folder that does not exist, before any command
+// takes it for an empty project.
+func (f *Factory) checkDir() error {
+	if f.dir == "" {
+		return nil
+	}
+	dir := f.dir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(f.Env.Dir, dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return usagef("-C %s: no such folder; give the path of an existing project folder", f.dir)
+	}
+	return nil
 }
 
 // usageError marks an error as the caller's misuse: exit code 2.
@@ -114,6 +145,11 @@ func reportError(f *Factory, cmd *cobra.Command, err error) int {
 			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
 		return ExitUsage
+	}
+	var fe *mdstate.FileError
+	if errors.As(err, &fe) {
+		fmt.Fprintf(f.IO.ErrOut, "ralph: %v\n", err)
+		return ExitFailure
 	}
 	if errors.Is(err, mdstate.ErrVerify) {
 		fmt.Fprintf(f.IO.ErrOut, "ralph: nothing was written: %v\nThis is a bug in ralph; please report it with the file attached.\n", err)
@@ -160,7 +196,9 @@ Start with 'ralph init', add tasks with 'ralph task add' (or by writing
 		Version:       version(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          noArgs,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return f.checkDir()
+		},
 	}
 	cmd.SetVersionTemplate("ralph {{.Version}}\n")
 	cmd.PersistentFlags().StringVarP(&f.dir, "dir", "C", "", "run as if ralph was started in `DIR`")
@@ -172,7 +210,38 @@ Start with 'ralph init', add tasks with 'ralph task add' (or by writing
 		NewCmdGoal(f),
 		NewCmdTodo(f),
 		NewCmdLearn(f),
+		NewCmdContext(f),
+		NewCmdHistory(f),
+		NewCmdRestore(f),
 	)
+	cmd.InitDefaultCompletionCmd()
+	group(cmd)
+	for _, c := range cmd.Commands() {
+		if c.Name() == "completion" {
+			group(c)
+		}
+	}
+	return cmd
+}
+
+// group makes a command that only holds subcommands reject an unknown
+// one as a usage error (cobra would print the help and exit 0) and print
+// its help when run alone.
+func group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 2
+		}
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageError{errors.New(msg)}
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error { return c.Help() }
 	return cmd
 }
 
@@ -212,9 +281,11 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
+// minArgs also rejects arguments that are all blank: they are text
+// (a title, a learning) and blank text is none.
 func minArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) < n {
+		if len(args) < n || strings.TrimSpace(strings.Join(args, "")) == "" {
 			return usagef("%s needs %s", cmd.CommandPath(), what)
 		}
 		return nil

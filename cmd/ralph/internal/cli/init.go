@@ -39,6 +39,13 @@ func runInit(f *Factory, p *mdstate.Project) error {
 	if fi, err := os.Stat(p.Root); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s is not a folder ralph can use", p.Root)
 	}
+	// A folder in a file's place stops init before it creates anything, so
+	// that running it again after moving the folder gives the usual result.
+	for _, name := range mdstate.Files {
+		if fi, err := os.Lstat(p.Path(name)); err == nil && fi.IsDir() {
+			return fmt.Errorf("create %s: it is a directory; move it out of the way and run `ralph init` again", name)
+		}
+	}
 	created := 0
 	for _, name := range mdstate.Files {
 		ok, err := createNew(p.Path(name), []byte(mdstate.Templates[name]))

@@ -123,7 +123,7 @@ func newCmdSetStatus(f *Factory, kind mdstate.Kind, verb string, to mdstate.Stat
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&note, "note", "", "add a note to the "+kind.Noun+" (why, what is left)")
+	cmd.Flags().StringVar(&note, "note", "", "add `TEXT` as a note to the "+kind.Noun+" (why, what is left)")
 	return cmd
 }
 
@@ -141,8 +141,8 @@ func NewCmdTask(f *Factory) *cobra.Command {
 ralph runs pending tasks whose dependencies are done: priority 1 first, then
 2 and so on, then tasks without a priority, in file order. You can edit the
 file by hand at any time; these commands make the same edits.`,
-		Args: noArgs,
 	}
+	group(cmd)
 	cmd.AddCommand(
 		newCmdTaskAdd(f),
 		newCmdTaskList(f),
@@ -205,7 +205,7 @@ func newCmdTaskAdd(f *Factory) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&priority, "priority", 0, "run before other tasks: `N`=1 runs first")
 	cmd.Flags().StringArrayVar(&after, "after", nil, "wait until task `ID` is done (repeatable)")
-	cmd.Flags().StringVar(&note, "note", "", "a note for the agent that does the task")
+	cmd.Flags().StringVar(&note, "note", "", "add `TEXT` as a note for the agent that does the task")
 	return cmd
 }
 
@@ -353,8 +353,8 @@ func NewCmdGoal(f *Factory) *cobra.Command {
 		Short: "Add, list and finish goals in RALPH_GOALS.md",
 		Long: `Goals live in RALPH_GOALS.md as checkboxes: "- [ ] G1: Ship a first release".
 Every agent ralph starts is told the open goals.`,
-		Args: noArgs,
 	}
+	group(cmd)
 	cmd.AddCommand(
 		newCmdItemAdd(f, mdstate.GoalsKind, `  ralph goal add "Ship a first release"`),
 		newCmdSetStatus(f, mdstate.GoalsKind, "done", mdstate.Done, "Mark a goal met"),
@@ -371,8 +371,8 @@ func NewCmdTodo(f *Factory) *cobra.Command {
 		Long: `To-dos are things to do later and next steps, kept in RALPH_TODO.md as
 checkboxes: "- [ ] D1: Check the error messages". Agents report new ones as
 they work. 'ralph todo promote D1' turns a to-do into a task.`,
-		Args: noArgs,
 	}
+	group(cmd)
 	cmd.AddCommand(
 		newCmdItemAdd(f, mdstate.TodoKind, `  ralph todo add "Check the error messages"`),
 		newCmdSetStatus(f, mdstate.TodoKind, "done", mdstate.Done, "Mark a to-do done"),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -22,8 +23,10 @@ type StatusJSON struct {
 	Todos     OpenDone                    `json:"todos"`
 	Learnings int                         `json:"learnings"`
 	Progress  ProgressJSON                `json:"progress"`
-	Session   any                         `json:"session"`
+	Session   *SessionJSON                `json:"session"`
 	Warnings  []mdstate.Warning           `json:"warnings"`
+	Project   *ProjectJSON                `json:"project"`
+	Git       *GitJSON                    `json:"git"`
 }
 
 // OpenDone counts goals or to-dos.
@@ -88,15 +91,18 @@ never renamed.`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, _ := f.Project()
-			st, err := p.Load(1)
+			r, err := coordinator.BuildReport(cmd.Context(), p.Root, coordinator.ReportOptions{Progress: 1, Commits: 1})
 			if err != nil {
 				return err
 			}
-			out := statusJSON(st)
+			out := statusJSON(r.State)
+			out.Session = sessionJSON(r.Session)
+			out.Project = projectJSON(r.Project)
+			out.Git = gitJSON(r.Git, false)
 			if asJSON {
 				return writeJSON(f.IO.Out, out)
 			}
-			printStatus(f, st, out)
+			printStatus(f, r, out)
 			return nil
 		},
 	}
@@ -105,7 +111,7 @@ never renamed.`,
 }
 
 func statusJSON(st *mdstate.State) StatusJSON {
-	out := StatusJSON{Root: st.Root, Files: st.Files, Warnings: st.Warnings}
+	out := StatusJSON{Root: st.Root, Files: st.Files, Warnings: sortWarnings(st.Warnings)}
 	if out.Warnings == nil {
 		out.Warnings = []mdstate.Warning{}
 	}
@@ -151,7 +157,8 @@ func openDone(c *mdstate.Checklist) OpenDone {
 	return od
 }
 
-func printStatus(f *Factory, st *mdstate.State, s StatusJSON) {
+func printStatus(f *Factory, r *coordinator.Report, s StatusJSON) {
+	st := r.State
 	w := f.IO.Out
 	fmt.Fprintf(w, "ralph · %s\n", st.Root)
 	var missing []string
@@ -182,8 +189,24 @@ func printStatus(f *Factory, st *mdstate.State, s StatusJSON) {
 		}
 	}
 	fmt.Fprintln(w)
+	if g := r.Git; g != nil {
+		fmt.Fprintf(w, "  git        %s\n", describeGit(g))
+	}
+	if ses := r.Session; ses != nil {
+		fmt.Fprintf(w, "  session    %s %s, iteration %d", ses.ID, ses.Status, ses.Iteration)
+		if ses.Task != "" {
+			fmt.Fprintf(w, ", task %s", ses.Task)
+		}
+		fmt.Fprintln(w)
+	}
 	if len(missing) > 0 {
 		fmt.Fprintf(w, "  missing    %s (`ralph init` creates them)\n", strings.Join(missing, ", "))
+	}
+	// A damaged or bare repository costs the git line; say why.
+	for _, p := range r.Problems {
+		if p != coordinator.NoGitProblem {
+			fmt.Fprintf(w, "  note       %s\n", p)
+		}
 	}
 	f.warn(st.Warnings)
 }

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
+	"github.com/ralph-dev/ralph/mdstate/mdstatetest"
+)
+
+// buildRalph builds the real binary once per benchmark: measuring the test
+// binary would measure testscript's start-up too.
+func buildRalph(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "ralph")
+	res, err := proc.Run(context.Background(), proc.Cmd{Name: "go", Args: []string{"build", "-o", bin, "."}})
+	if err != nil || res.ExitCode != 0 {
+		b.Fatalf("go build: %v\n%s", err, res.Stderr)
+	}
+	return bin
+}
+
+// BenchmarkStatusJSONProcess runs `ralph status --json` as a process on a
+// project with 1,000 tasks and a 100,000-entry progress log, as a user
+// would, and reports the median wall time and the peak RSS over all runs.
+func BenchmarkStatusJSONProcess(b *testing.B) {
+	bin := buildRalph(b)
+	dir := b.TempDir()
+	if _, err := mdstatetest.BigProject(dir, 1000, 100_000); err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), "HOME="+b.TempDir())
+	var walls []time.Duration
+	var peak int64
+	for b.Loop() {
+		res, err := proc.Run(b.Context(), proc.Cmd{Name: bin, Args: []string{"status", "--json"}, Dir: dir, Env: env})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("ralph status: %v\n%s", err, res.Stderr)
+		}
+		walls = append(walls, res.Wall)
+		peak = max(peak, res.MaxRSS)
+	}
+	slices.Sort(walls)
+	b.ReportMetric(float64(walls[len(walls)/2].Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
+}
+
+// benchProcess runs name with args in dir once per iteration, as a user
+// would, failing on a non-zero exit, and reports the median wall time and
+// the peak RSS over all runs.
+func benchProcess(b *testing.B, dir string, env []string, name string, args ...string) {
+	b.Helper()
+	var walls []time.Duration
+	var peak int64
+	for b.Loop() {
+		res, err := proc.Run(b.Context(), proc.Cmd{Name: name, Args: args, Dir: dir, Env: env})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%s %s: exit %d, %v\n%s", filepath.Base(name), strings.Join(args, " "), res.ExitCode, err, res.Stderr)
+		}
+		walls = append(walls, res.Wall)
+		peak = max(peak, res.MaxRSS)
+	}
+	slices.Sort(walls)
+	b.ReportMetric(float64(walls[len(walls)/2].Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
+}
+
+// gitEnv is the environment for the processes the git benchmarks run: no
+// user or system git configuration, so the machine's settings (an fsmonitor,
+// an untracked cache) do not flatter or hurt either side.
+func gitEnv(b *testing.B) []string {
+	return append(os.Environ(), "HOME="+b.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+}
+
+// benchStateFiles are small state files for the benchmark repositories:
+// enough to read, not enough to matter.
+var benchStateFiles = map[string]string{
+	"AGENT.md":       "# Agent\n\n## Learnings\n\n- Run the tests with -race.\n",
+	"RALPH_GOALS.md": "# Goals\n\n- [ ] G1: Ship it\n",
+	"RALPH_TASKS.md": "# Tasks\n\n- [x] T1: Model the cart\n- [/] T2: Price the cart\n  - after: T1\n- [ ] T3: Take card payments\n  - after: T2\n\n## Session\n\n- status: running\n- phase: agent\n- iteration: 2 of 20\n- task: T2\n",
+	"RALPH_TODO.md":  "# To-do\n\n- [ ] D1: Refunds\n",
+}
+
+const (
+	bigFiles   = 100_000
+	bigCommits = 20_000
+)
+
+// bigContextRepo is gitctxtest.BigRepo's 100,000-file, 20,000-commit
+// repository with the state files in its root, untracked (RALPH_PROGRESS.md
+// is a tracked file there already). It is a copy of its own, cached under
+// os.TempDir() like gitctx's, so that the untracked files never show up in
+// gitctx's benchmarks, which expect a clean tree.
+func bigContextRepo(b *testing.B) string {
+	b.Helper()
+	if testing.Short() {
+		b.Skipf("skipping: -short; the %d-file, %d-commit repository takes a minute or more to generate", bigFiles, bigCommits)
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("ralph-bigrepo-context-%d-%d", bigFiles, bigCommits))
+	gitctxtest.BigRepo(b, dir, bigFiles, bigCommits)
+	for name, content := range benchStateFiles {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// BenchmarkContextJSONBig runs `ralph context --json` in a repository of
+// 100,000 files and 20,000 commits. Compare with
+// BenchmarkPlainGitStatusBig: the goal is within 1.3x of plain git status
+// plus 30 ms.
+func BenchmarkContextJSONBig(b *testing.B) {
+	dir := bigContextRepo(b)
+	bin := buildRalph(b)
+	env := gitEnv(b)
+	// A first run outside the timing, so neither benchmark pays for a
+	// cold page cache the other does not.
+	if res, err := proc.Run(b.Context(), proc.Cmd{Name: bin, Args: []string{"context", "--json"}, Dir: dir, Env: env}); err != nil || res.ExitCode != 0 {
+		b.Fatalf("ralph context --json: %v\n%s", err, res.Stderr)
+	} else if !bytes.Contains(res.Stdout, []byte(`"available": true`)) || !bytes.Contains(res.Stdout, []byte(`"interrupted": true`)) {
+		b.Fatalf("ralph context --json in the big repository lacks the status or the session:\n%.2000s", res.Stdout)
+	}
+	b.ResetTimer()
+	benchProcess(b, dir, env, bin, "context", "--json")
+}
+
+// BenchmarkPlainGitStatusBig is the floor for BenchmarkContextJSONBig: git
+// status alone, as a process, in the same repository.
+func BenchmarkPlainGitStatusBig(b *testing.B) {
+	dir := bigContextRepo(b)
+	env := gitEnv(b)
+	if res, err := proc.Run(b.Context(), proc.Cmd{Name: "git", Args: []string{"status", "--porcelain=v2", "-z"}, Dir: dir, Env: env}); err != nil || res.ExitCode != 0 {
+		b.Fatalf("git status: %v\n%s", err, res.Stderr)
+	}
+	b.ResetTimer()
+	benchProcess(b, dir, env, "git", "status", "--porcelain=v2", "-z")
+}
+
+// BenchmarkContextVsGitStatusBig runs git status and `ralph context
+// --json` in turn in the big repository, so that both see the same machine
+// load, and reports each median, the ratio of the medians, and
+// goal-met = 1 when ralph's median is within 1.3x git's plus 30 ms.
+func BenchmarkContextVsGitStatusBig(b *testing.B) {
+	dir := bigContextRepo(b)
+	bin := buildRalph(b)
+	env := gitEnv(b)
+	run := func(name string, args ...string) time.Duration {
+		res, err := proc.Run(b.Context(), proc.Cmd{Name: name, Args: args, Dir: dir, Env: env})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%s %s: exit %d, %v\n%s", filepath.Base(name), strings.Join(args, " "), res.ExitCode, err, res.Stderr)
+		}
+		return res.Wall
+	}
+	run(bin, "context", "--json") // warm the page cache for both
+	var gits, ralphs []time.Duration
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			gits = append(gits, run("git", "status", "--porcelain=v2", "-z"))
+			ralphs = append(ralphs, run(bin, "context", "--json"))
+		} else {
+			ralphs = append(ralphs, run(bin, "context", "--json"))
+			gits = append(gits, run("git", "status", "--porcelain=v2", "-z"))
+		}
+	}
+	slices.Sort(gits)
+	slices.Sort(ralphs)
+	g, r := gits[len(gits)/2], ralphs[len(ralphs)/2]
+	b.ReportMetric(float64(g.Microseconds())/1000, "git-median-ms")
+	b.ReportMetric(float64(r.Microseconds())/1000, "ralph-median-ms")
+	b.ReportMetric(float64(r)/float64(g), "ratio")
+	met := 0.0
+	if float64(r) <= 1.3*float64(g)+float64(30*time.Millisecond) {
+		met = 1
+	}
+	b.ReportMetric(met, "goal-met")
+}
+
+// BenchmarkContextJSONSmall runs `ralph context --json` on a small project
+// in a repository of a few commits: what a user waits for on every start.
+// The goal is under 30 ms.
+func BenchmarkContextJSONSmall(b *testing.B) {
+	bin := buildRalph(b)
+	env := gitEnv(b)
+	dir := b.TempDir()
+	git := func(args ...string) {
+		res, err := proc.Run(b.Context(), proc.Cmd{Name: "git", Args: args, Dir: dir, Env: env})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, res.Stderr)
+		}
+	}
+	files := map[string]string{"go.mod": "module example.com/shop\n\ngo 1.26\n", "main.go": "package main\n\nfunc main() {}\n", "RALPH_PROGRESS.md": "# Progress\n"}
+	maps.Copy(files, benchStateFiles)
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("-c", "user.name=Bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "Start")
+	for i := range 20 {
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), fmt.Appendf(nil, "package main\n\nfunc main() {}\n\n// %d\n", i), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		git("-c", "user.name=Bench", "-c", "user.email=bench@example.com", "commit", "-q", "-a", "-m", fmt.Sprintf("Change %d", i))
+	}
+	benchProcess(b, dir, env, bin, "context", "--json")
+}

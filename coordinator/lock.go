@@ -1,0 +1,132 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// LockFile is the coordinator lock under the runtime folder.
+const LockFile = "coordinator.lock"
+
+// A refused lock is tried again lockRetries times, lockRetryDelay apart,
+// before AcquireLock reports it held: long enough to outlast LockHolder's
+// look, short enough not to be noticed when a coordinator really runs.
+const (
+	lockRetries    = 10
+	lockRetryDelay = 5 * time.Millisecond
+)
+
+// LockInfo is written inside the lock file so that a refused coordinator
+// can say who holds it. The lock itself is the flock, not this content:
+// a PID file identified by path let two processes delete each other's lock
+// (subsy/ralph-tui#436), and a lock re-taken by its own holder made resume
+// always fail (#438).
+type LockInfo struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Command string    `json:"command"`
+	Since   time.Time `json:"since"`
+}
+
+// ErrLocked reports that another coordinator runs in the project.
+type ErrLocked struct{ Holder LockInfo }
+
+func (e *ErrLocked) Error() string {
+	h := e.Holder
+	if h.PID == 0 {
+		return "another ralph coordinator is running here"
+	}
+	return fmt.Sprintf("another ralph coordinator is running here (pid %d, %q, since %s)", h.PID, h.Command, h.Since.Local().Format("15:04"))
+}
+
+// Lock is a held coordinator lock.
+type Lock struct{ f *os.File }
+
+// AcquireLock takes the project's coordinator lock or fails at once with
+// *ErrLocked. The kernel releases a flock when its process dies, so a
+// crash never leaves a stale lock.
+func AcquireLock(root string, info LockInfo) (*Lock, error) {
+	dir := filepath.Join(root, mdstate.RuntimeDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open coordinator lock: %w", err)
+	}
+	err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
+	// LockHolder (ralph status, ralph context) takes a shared lock for an
+	// instant to look: that must not make a coordinator starting at the
+	// same moment give up, so a refusal is retried for a short while.
+	for try := 0; errors.Is(err, syscall.EWOULDBLOCK) && try < lockRetries; try++ {
+		time.Sleep(lockRetryDelay)
+		err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder, _ := readLockInfo(filepath.Join(dir, LockFile))
+			return nil, &ErrLocked{Holder: holder}
+		}
+		return nil, fmt.Errorf("lock %s: %w", LockFile, err)
+	}
+	data, _ := json.Marshal(info)
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt(append(data, '\n'), 0)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Release gives the lock up.
+func (l *Lock) Release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	_ = l.f.Truncate(0)
+	_ = flock(l.f, syscall.LOCK_UN)
+	l.f.Close()
+	l.f = nil
+}
+
+// LockHolder reports whether a coordinator holds the project's lock now,
+// and who. It takes and releases a shared lock to find out, so it never
+// blocks and never disturbs a holder.
+func LockHolder(root string) (LockInfo, bool) {
+	path := filepath.Join(root, mdstate.RuntimeDir, LockFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return LockInfo{}, false
+	}
+	defer f.Close()
+	if err := flock(f, syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		info, _ := readLockInfo(path)
+		return info, errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = flock(f, syscall.LOCK_UN)
+	return LockInfo{}, false
+}
+
+func readLockInfo(path string) (LockInfo, error) {
+	var info LockInfo
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return info, err
+	}
+	return info, json.Unmarshal(data, &info)
+}
+
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}

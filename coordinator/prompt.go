@@ -1,0 +1,345 @@
+package coordinator
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// DefaultBudget is the context block's size in estimated tokens.
+const DefaultBudget = 8000
+
+// EstimateTokens estimates the tokens of text the way most tokenizers land
+// on English and code: about four bytes a token.
+func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
+
+// PromptOptions choose what the context block is about.
+type PromptOptions struct {
+	Budget int    // estimated tokens; 0: DefaultBudget
+	Task   string // the task being worked on; "": the session's, else the next ready one
+}
+
+// block is one part of the context: a section heading and its items.
+// Items are dropped from the end of a droppable section when the budget is
+// short; the order of sections here is the order of importance.
+type block struct {
+	title     string
+	items     []string
+	droppable bool
+	noun      string // what items are, for the "left out" line
+	one       string // what one item is
+	dropFirst bool   // drop from the front (oldest first) instead
+}
+
+// Prompt renders the context block a child agent receives: goals, the
+// current task with its dependencies' outcomes, and the learnings first;
+// then the project, git, other tasks, to-dos and recent progress. When the
+// whole does not fit the budget, the oldest progress goes first, then the
+// least relevant items, and the block ends by saying what it left out.
+// It returns the block and the current task (nil when there is none).
+func (r *Report) Prompt(opts PromptOptions) (string, *mdstate.Item) {
+	budget := opts.Budget
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	st := r.State
+	cur := r.currentTask(opts.Task)
+	var blocks []block
+
+	// Essentials.
+	var goals []string
+	if st.Goals != nil {
+		for _, g := range st.Goals.Items {
+			if g.Status != mdstate.Done && g.Status != mdstate.Skipped {
+				goals = append(goals, "- "+g.ID+": "+g.Title)
+			}
+		}
+	}
+	blocks = append(blocks, block{title: "Goals", items: goals})
+	if cur != nil {
+		blocks = append(blocks, block{title: "Current task", items: []string{r.taskText(cur)}})
+		if deps := r.depOutcomes(cur); len(deps) > 0 {
+			blocks = append(blocks, block{title: "What it builds on", items: deps})
+		}
+	}
+	if st.Agent != nil && len(st.Agent.Learnings) > 0 {
+		var ls []string
+		for _, l := range st.Agent.Learnings {
+			ls = append(ls, "- "+strings.ReplaceAll(l.Text, "\n", "\n  "))
+		}
+		blocks = append(blocks, block{title: "Learnings (AGENT.md)", items: ls, droppable: true, noun: "learnings", one: "learning"})
+	}
+
+	// Context, least relevant last.
+	if p := r.Project; p != nil {
+		var items []string
+		for _, t := range p.Types {
+			s := "- " + t.Name + " project in " + t.Dir
+			if t.PackageManager != "" {
+				s += " (" + t.PackageManager + ")"
+			}
+			items = append(items, s)
+		}
+		for _, c := range p.Commands.Build {
+			items = append(items, "- build: `"+c.Run+"` in "+c.Dir)
+		}
+		for _, c := range p.Commands.Test {
+			items = append(items, "- test: `"+c.Run+"` in "+c.Dir)
+		}
+		for _, c := range p.Commands.Lint {
+			items = append(items, "- lint: `"+c.Run+"` in "+c.Dir)
+		}
+		blocks = append(blocks, block{title: "Project", items: items, droppable: true, noun: "project details", one: "project detail"})
+	}
+	if g := r.Git; g != nil {
+		items := []string{"- " + g.describeHead()}
+		if g.Status.Available {
+			items = append(items, fmt.Sprintf("- work tree: %d modified, %d added, %d deleted, %d untracked", len(g.Status.Modified), len(g.Status.Added), len(g.Status.Deleted), len(g.Status.Untracked)))
+		}
+		blocks = append(blocks, block{title: "Git", items: items, droppable: true, noun: "git details", one: "git detail"})
+		// Commits are a block of their own so that the line saying what
+		// was left out counts commits as commits.
+		var commits []string
+		for _, c := range g.Recent {
+			commits = append(commits, fmt.Sprintf("- %s %s (%s)", short(c.Hash), c.Subject, c.Time.Format("2006-01-02")))
+		}
+		blocks = append(blocks, block{title: "Recent commits", items: commits, droppable: true, noun: "commits", one: "commit"})
+	}
+	if st.Tasks != nil {
+		var items []string
+		for _, t := range st.Tasks.Ready() {
+			if cur == nil || t.ID != cur.ID {
+				items = append(items, "- "+t.ID+" (ready): "+t.Title)
+			}
+		}
+		ready := map[string]bool{}
+		for _, t := range st.Tasks.Ready() {
+			ready[t.ID] = true
+		}
+		var waiting []string
+		for _, t := range st.Tasks.Items {
+			if cur != nil && t.ID == cur.ID {
+				continue
+			}
+			switch {
+			case t.Status == mdstate.InProgress || t.Status == mdstate.Blocked:
+				items = append(items, "- "+t.ID+" ("+strings.ReplaceAll(string(t.Status), "_", " ")+"): "+t.Title)
+			case t.Status == mdstate.Pending && !ready[t.ID]:
+				// Pending but waiting: often for the current task, which
+				// is worth knowing while working on it.
+				var on []string
+				for _, ref := range t.After {
+					if dep := st.Tasks.Find(ref); dep == nil || dep.Status != mdstate.Done {
+						on = append(on, ref)
+					}
+				}
+				waiting = append(waiting, "- "+t.ID+" (waiting for "+strings.Join(on, ", ")+"): "+t.Title)
+			}
+		}
+		items = append(items, waiting...)
+		blocks = append(blocks, block{title: "Other open tasks (not yours now)", items: items, droppable: true, noun: "tasks", one: "task"})
+	}
+	if st.Todos != nil {
+		var items []string
+		for _, t := range st.Todos.Items {
+			if t.Status != mdstate.Done && t.Status != mdstate.Skipped {
+				items = append(items, "- "+t.ID+": "+t.Title)
+			}
+		}
+		blocks = append(blocks, block{title: "Open to-dos", items: items, droppable: true, noun: "to-dos", one: "to-do"})
+	}
+	if lg := st.Progress; lg != nil && len(lg.Recent) > 0 {
+		var items []string
+		for _, e := range lg.Recent {
+			items = append(items, progressLine(e))
+		}
+		blocks = append(blocks, block{title: "Recent progress (oldest first)", items: items, droppable: true, noun: "progress entries", one: "progress entry", dropFirst: true})
+	}
+	return fit(blocks, budget), cur
+}
+
+const header = "# Project context from ralph\n\nralph rebuilt this from the project's state files and git.\n"
+
+// fit renders blocks, dropping items from the least important droppable
+// block first until the text fits the budget. It keeps a running size, so
+// dropping a thousand items costs a thousand subtractions, not renders.
+func fit(blocks []block, budget int) string {
+	dropped := map[string]int{}
+	var order []string
+	one := map[string]string{}
+	for _, bl := range blocks {
+		one[bl.noun] = bl.one
+	}
+	size := len(header)
+	for _, bl := range blocks {
+		size += blockSize(bl)
+	}
+	for (size+len(footer(dropped, order, one))+3)/4 > budget {
+		i := len(blocks) - 1 // the least important block with items to drop
+		for ; i >= 0; i-- {
+			if blocks[i].droppable && len(blocks[i].items) > 0 {
+				break
+			}
+		}
+		if i < 0 {
+			break // only essentials left: never cut the task itself
+		}
+		b := &blocks[i]
+		size -= blockSize(*b)
+		if b.dropFirst {
+			b.items = b.items[1:]
+		} else {
+			b.items = b.items[:len(b.items)-1]
+		}
+		size += blockSize(*b)
+		if dropped[b.noun] == 0 {
+			order = append(order, b.noun)
+		}
+		dropped[b.noun]++
+	}
+	return render(blocks, footer(dropped, order, one))
+}
+
+// blockSize is the length render gives a block.
+func blockSize(bl block) int {
+	if len(bl.items) == 0 {
+		return 0
+	}
+	n := len("\n## \n\n") + len(bl.title)
+	for _, it := range bl.items {
+		n += len(it) + 1
+	}
+	return n
+}
+
+func footer(dropped map[string]int, order []string, one map[string]string) string {
+	if len(order) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, noun := range order {
+		if n := dropped[noun]; n == 1 && one[noun] != "" {
+			parts = append(parts, "1 "+one[noun])
+		} else {
+			parts = append(parts, fmt.Sprintf("%d %s", n, noun))
+		}
+	}
+	return "\n(Left out to fit the context budget: " + strings.Join(parts, ", ") + ". The state files in the project root have them all.)\n"
+}
+
+func render(blocks []block, footer string) string {
+	var b strings.Builder
+	b.WriteString(header)
+	for _, bl := range blocks {
+		if len(bl.items) == 0 {
+			continue
+		}
+		b.WriteString("\n## " + bl.title + "\n\n")
+		for _, it := range bl.items {
+			b.WriteString(it + "\n")
+		}
+	}
+	b.WriteString(footer)
+	return b.String()
+}
+
+// currentTask picks the task the context is about.
+func (r *Report) currentTask(id string) *mdstate.Item {
+	tasks := r.State.Tasks
+	if tasks == nil {
+		return nil
+	}
+	if id != "" {
+		return tasks.Find(id)
+	}
+	if s := r.Session; s != nil && s.Task != "" && s.Status != "ended" {
+		if t := tasks.Find(s.Task); t != nil && t.Status != mdstate.Done {
+			return t
+		}
+	}
+	return tasks.Next()
+}
+
+func (r *Report) taskText(t *mdstate.Item) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", t.ID, t.Title)
+	fmt.Fprintf(&b, "- status: %s", strings.ReplaceAll(string(t.Status), "_", " "))
+	switch {
+	case t.Attempts == 1:
+		b.WriteString(" (attempted once before)")
+	case t.Attempts > 1:
+		fmt.Fprintf(&b, " (attempted %d times before)", t.Attempts)
+	}
+	b.WriteString("\n")
+	for _, n := range t.Notes {
+		b.WriteString("- note: " + n + "\n")
+	}
+	if t.Body != "" {
+		b.WriteString("\n" + t.Body + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// depOutcomes says how each task cur waits for turned out: its status and
+// the last progress entry about it.
+func (r *Report) depOutcomes(cur *mdstate.Item) []string {
+	var out []string
+	for _, ref := range cur.After {
+		dep := r.State.Tasks.Find(ref)
+		if dep == nil {
+			out = append(out, "- "+ref+": not in RALPH_TASKS.md")
+			continue
+		}
+		line := "- " + dep.ID + " (" + strings.ReplaceAll(string(dep.Status), "_", " ") + "): " + dep.Title
+		if e := lastEntryFor(r.State.Progress, dep.ID); e != nil {
+			if s := e.Get("summary"); s != "" {
+				line += " — " + s
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func lastEntryFor(lg *mdstate.Log, id string) *mdstate.Entry {
+	if lg == nil {
+		return nil
+	}
+	for i := len(lg.Recent) - 1; i >= 0; i-- {
+		e := &lg.Recent[i]
+		if e.Get("task") == id || strings.HasPrefix(e.Title, id+":") || strings.HasPrefix(e.Title, id+" ") {
+			return e
+		}
+	}
+	return nil
+}
+
+func progressLine(e mdstate.Entry) string {
+	s := "- "
+	if !e.Time.IsZero() {
+		s += e.Time.UTC().Format("2006-01-02 15:04") + " "
+	}
+	s += e.Title
+	if o := e.Get("outcome"); o != "" {
+		s += " [" + o + "]"
+	}
+	if sum := e.Get("summary"); sum != "" {
+		s += ": " + sum
+	}
+	return s
+}
+
+func (g *GitInfo) describeHead() string {
+	switch {
+	case g.Unborn:
+		return "branch " + g.Branch + ", no commits yet"
+	case g.Detached:
+		return "detached HEAD at " + short(g.Head)
+	}
+	s := "branch " + g.Branch + " at " + short(g.Head)
+	if g.UpstreamKnown {
+		s += fmt.Sprintf(", %d ahead and %d behind its upstream", g.Ahead, g.Behind)
+	}
+	return s
+}

@@ -1,0 +1,124 @@
+package gitctx_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/gitctx"
+	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
+)
+
+const (
+	bigFiles   = 100_000
+	bigCommits = 20_000
+)
+
+// bigRepo returns the cached large repository, building it on first use.
+func bigRepo(b *testing.B) string {
+	b.Helper()
+	if testing.Short() {
+		b.Skipf("skipping: -short; the %d-file, %d-commit repository takes a minute or more to generate", bigFiles, bigCommits)
+	}
+	gitctxtest.Isolate(b)
+	dir := gitctxtest.CacheDir(bigFiles, bigCommits)
+	gitctxtest.BigRepo(b, dir, bigFiles, bigCommits)
+	return dir
+}
+
+func BenchmarkStatusBig(b *testing.B) {
+	dir := bigRepo(b)
+	r, err := gitctx.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		st := r.Status(ctx, time.Minute)
+		if !st.Available || st.Source != "git" || !st.Clean() {
+			b.Fatalf("status: %+v", st)
+		}
+	}
+}
+
+// BenchmarkPlainGitStatusBig is the floor for BenchmarkStatusBig: git
+// itself, with the default untracked-file mode and nothing parsed.
+func BenchmarkPlainGitStatusBig(b *testing.B) {
+	dir := bigRepo(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := proc.Output(ctx, proc.Cmd{Name: "git", Args: []string{"status", "--porcelain=v2", "-z"}, Dir: dir}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGoGitStatusBig is the fallback on the same repository, to show
+// why it is only a fallback (go-git/go-git#181, #327).
+func BenchmarkGoGitStatusBig(b *testing.B) {
+	dir := bigRepo(b)
+	r, err := gitctx.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv("PATH", b.TempDir()) // no git: take the go-git fallback
+	ctx := context.Background()
+	for b.Loop() {
+		st := r.Status(ctx, 10*time.Minute)
+		if !st.Available || st.Source != "go-git" || !st.Clean() {
+			b.Fatalf("status: %+v", st)
+		}
+	}
+}
+
+func BenchmarkLogBig(b *testing.B) {
+	dir := bigRepo(b)
+	r, err := gitctx.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		log, err := r.Log(ctx, 20)
+		if err != nil || len(log) != 20 || len(log[0].Files) != 1 {
+			b.Fatalf("log: %d commits, %v", len(log), err)
+		}
+	}
+}
+
+// BenchmarkStateCommitsBig looks for the last 5 commits to the one state
+// file, which only every 100th commit touches: 500 commits deep.
+func BenchmarkStateCommitsBig(b *testing.B) {
+	dir := bigRepo(b)
+	r, err := gitctx.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		cs, err := r.StateCommits(ctx, []string{"RALPH_PROGRESS.md", "AGENT.md"}, 5)
+		if err != nil || len(cs) != 5 {
+			b.Fatalf("state commits: %d, %v", len(cs), err)
+		}
+	}
+}
+
+func BenchmarkOpenHeadSmall(b *testing.B) {
+	gitctxtest.Isolate(b)
+	dir := b.TempDir()
+	gitctxtest.Git(b, dir, "init", "-q", "-b", "main")
+	for i := range 10 {
+		gitctxtest.WriteFile(b, dir, "f.txt", string(rune('a'+i)))
+		gitctxtest.Commit(b, dir, "c", i)
+	}
+	for b.Loop() {
+		r, err := gitctx.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if h, err := r.Head(); err != nil || h.Branch != "main" {
+			b.Fatalf("head: %+v, %v", h, err)
+		}
+	}
+}

@@ -1,0 +1,388 @@
+package gitctx
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/ralph-dev/ralph/coordinator/proc"
+)
+
+// DefaultStatusTimeout is used by Status when given a timeout <= 0.
+const DefaultStatusTimeout = 2 * time.Second
+
+// Status is the state of the work tree against HEAD.
+type Status struct {
+	Available bool   // false: the lists are empty because status could not be read
+	Source    string // "git" (the CLI) or "go-git"
+	// Paths relative to the work tree root, slash-separated, sorted.
+	// Modified includes type changes and submodules with new commits or
+	// changes inside. A rename is reported as a deletion plus an addition.
+	Modified  []string
+	Added     []string
+	Deleted   []string
+	Untracked []string
+	Unmerged  []string // conflicts left by a merge, rebase or cherry-pick
+	Reason    string   // why Available is false
+}
+
+// Clean reports an available status with nothing to report.
+func (s Status) Clean() bool { return s.Available && s.empty() }
+
+func (s Status) empty() bool {
+	return len(s.Modified)+len(s.Added)+len(s.Deleted)+len(s.Untracked)+len(s.Unmerged) == 0
+}
+
+// statusArgs: porcelain v2 with NUL separators is the stable, unquoted
+// machine format; --no-renames makes a rename a deletion plus an addition
+// whatever status.renames says; --untracked-files=all lists files, not
+// just their directory. --no-optional-locks keeps git from refreshing and
+// rewriting the index, which would take index.lock from under an agent.
+var statusArgs = []string{
+	"--no-optional-locks", "status", "--porcelain=v2", "-z",
+	"--untracked-files=all", "--no-renames",
+}
+
+// statusGrace is how long git gets between SIGINT and SIGKILL when a
+// status times out; git status holds no lock worth a graceful exit.
+const statusGrace = 100 * time.Millisecond
+
+// Status reports uncommitted changes. It returns within timeout (<= 0 means
+// DefaultStatusTimeout) or when ctx ends, whichever is first, and never
+// fails: problems are reported as Available=false with a Reason.
+//
+// It runs `git status` when git is installed. Otherwise, or if git fails,
+// it runs go-git's status in a goroutine; that cannot be cancelled, so on
+// timeout it is abandoned to finish in the background, and until it does
+// further fallback calls on this Repo report unavailable rather than pile
+// up more of them.
+func (r *Repo) Status(ctx context.Context, timeout time.Duration) Status {
+	if timeout <= 0 {
+		timeout = DefaultStatusTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	if _, err := proc.LookPath("git"); err != nil {
+		return r.goGitStatus(ctx, timeout)
+	}
+	out, err := r.runGit(ctx, statusArgs...)
+	if err == nil {
+		st, perr := parsePorcelainV2(out)
+		if perr != nil {
+			return Status{Source: "git", Reason: "status unavailable: " + perr.Error()}
+		}
+		st.Available, st.Source = true, "git"
+		return st
+	}
+	if ctx.Err() != nil {
+		return Status{Source: "git", Reason: unavailableReason(ctx, timeout)}
+	}
+	// git is there but failed, e.g. "detected dubious ownership" on a
+	// checkout owned by another user; go-git has no such check.
+	st := r.goGitStatus(ctx, timeout)
+	if !st.Available {
+		st.Reason += fmt.Sprintf(" (git status also failed: %v)", err)
+	}
+	return st
+}
+
+func unavailableReason(ctx context.Context, timeout time.Duration) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("status unavailable: timed out after %s", timeout)
+	}
+	return fmt.Sprintf("status unavailable: %v", context.Cause(ctx))
+}
+
+// runGit runs git in the work tree root and returns when it finishes or
+// as soon as ctx ends; a git that outlives ctx is killed by proc within
+// statusGrace plus proc's wait delay, without anyone waiting for it.
+func (r *Repo) runGit(ctx context.Context, args ...string) ([]byte, error) {
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := proc.Output(ctx, proc.Cmd{Name: "git", Args: args, Dir: r.root, Grace: statusGrace})
+		done <- result{out, err}
+	}()
+	select {
+	case res := <-done:
+		return res.out, res.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("git: %w", ctx.Err())
+	}
+}
+
+// parsePorcelainV2 parses `git status --porcelain=v2 -z` output. Records
+// are NUL-terminated; the path is the last field and may contain spaces
+// (or even newlines), so each record is split into a fixed number of
+// fields before it. Rename and copy records carry their original path in
+// the next NUL-terminated token.
+func parsePorcelainV2(out []byte) (Status, error) {
+	var st Status
+	recs := strings.Split(string(out), "\x00")
+	if n := len(recs); n > 0 && recs[n-1] == "" {
+		recs = recs[:n-1]
+	}
+	for i := 0; i < len(recs); i++ {
+		rec := recs[i]
+		if rec == "" {
+			return Status{}, fmt.Errorf("parse status: empty record %d", i)
+		}
+		switch rec[0] {
+		case '#', '!': // headers (--branch) and ignored files
+		case '?':
+			st.Untracked = append(st.Untracked, strings.TrimPrefix(rec, "? "))
+		case '1': // 1 XY sub mH mI mW hH hI path
+			f := strings.SplitN(rec, " ", 9)
+			if len(f) != 9 || len(f[1]) != 2 {
+				return Status{}, fmt.Errorf("parse status: bad ordinary record %q", rec)
+			}
+			st.addOrdinary(f[1], f[8])
+		case '2': // 2 XY sub mH mI mW hH hI Xscore path, then origPath
+			f := strings.SplitN(rec, " ", 10)
+			if len(f) != 10 || len(f[1]) != 2 || i+1 >= len(recs) {
+				return Status{}, fmt.Errorf("parse status: bad rename record %q", rec)
+			}
+			i++
+			orig := recs[i]
+			xy, p := f[1], f[9]
+			if xy[0] == 'R' {
+				st.Deleted = append(st.Deleted, orig)
+			}
+			if xy[1] == 'D' {
+				// Renamed in the index, then removed from the work tree.
+				break
+			}
+			st.Added = append(st.Added, p)
+		case 'u': // u XY sub m1 m2 m3 mW h1 h2 h3 path
+			f := strings.SplitN(rec, " ", 11)
+			if len(f) != 11 {
+				return Status{}, fmt.Errorf("parse status: bad unmerged record %q", rec)
+			}
+			st.Unmerged = append(st.Unmerged, f[10])
+		default:
+			return Status{}, fmt.Errorf("parse status: unknown record %q", rec)
+		}
+	}
+	st.sort()
+	return st, nil
+}
+
+// addOrdinary files one changed entry by its XY code (X: index against
+// HEAD, Y: work tree against index) as the work tree against HEAD.
+func (st *Status) addOrdinary(xy, p string) {
+	x, y := xy[0], xy[1]
+	switch {
+	case x == 'A': // even "AD": the index still adds it, as a commit would
+
+		st.Added = append(st.Added, p)
+	case x == 'D' || y == 'D':
+		st.Deleted = append(st.Deleted, p)
+	default: // M, T, or a submodule's own changes
+		st.Modified = append(st.Modified, p)
+	}
+}
+
+func (st *Status) sort() {
+	for _, l := range []*[]string{&st.Modified, &st.Added, &st.Deleted, &st.Untracked, &st.Unmerged} {
+		slices.Sort(*l)
+		*l = slices.Compact(*l)
+	}
+}
+
+// goGitStatus is the fallback for machines without git.
+func (r *Repo) goGitStatus(ctx context.Context, timeout time.Duration) Status {
+	if ctx.Err() != nil {
+		return Status{Source: "go-git", Reason: unavailableReason(ctx, timeout)}
+	}
+	if !r.fallbackBusy.CompareAndSwap(false, true) {
+		return Status{Source: "go-git", Reason: "status unavailable: an earlier go-git status that timed out is still running"}
+	}
+	type result struct {
+		st  Status
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer r.fallbackBusy.Store(false)
+		st, err := goGitStatus(r.root)
+		done <- result{st, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			return Status{Source: "go-git", Reason: "status unavailable: " + res.err.Error()}
+		}
+		res.st.Available, res.st.Source = true, "go-git"
+		return res.st
+	case <-ctx.Done():
+		return Status{Source: "go-git", Reason: unavailableReason(ctx, timeout)}
+	}
+}
+
+// goGitStatus opens its own go-git Repository so that, when abandoned, it
+// shares no caches with the Repo (go-git/go-git#773).
+func goGitStatus(root string) (_ Status, err error) {
+	// A panic here would be in a goroutine nobody can recover for us.
+	defer recovered("go-git status", &err)
+	repo, err := openGoGit(root)
+	if err != nil {
+		return Status{}, err
+	}
+	defer func() {
+		if c, ok := repo.Storer.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}()
+	wt, err := repo.Worktree()
+	if err != nil {
+		return Status{}, fmt.Errorf("worktree: %w", err)
+	}
+	// Worktree.Status reads only .gitignore files (go-git/go-git#795);
+	// add what git would also use. Errors leave those patterns out.
+	rootFS := osfs.New("/")
+	global, _ := gitignore.LoadGlobalPatterns(rootFS)
+	system, _ := gitignore.LoadSystemPatterns(rootFS)
+	wt.Excludes = append(append(global, system...), infoExclude(repo)...)
+	gs, err := wt.Status()
+	if err != nil {
+		return Status{}, fmt.Errorf("go-git status: %w", err)
+	}
+	var st Status
+	for p, fs := range gs {
+		switch {
+		case fs.Staging == git.Untracked && fs.Worktree == git.Untracked:
+			st.Untracked = append(st.Untracked, p)
+		case fs.Staging == git.UpdatedButUnmerged || fs.Worktree == git.UpdatedButUnmerged:
+			st.Unmerged = append(st.Unmerged, p)
+		case fs.Staging == git.Added:
+			st.Added = append(st.Added, p)
+		case fs.Staging == git.Deleted || fs.Worktree == git.Deleted:
+			st.Deleted = append(st.Deleted, p)
+		case fs.Staging == git.Unmodified && fs.Worktree == git.Unmodified:
+		default:
+			st.Modified = append(st.Modified, p)
+		}
+	}
+	st.sort()
+	return st, nil
+}
+
+// infoExclude reads $GIT_COMMON_DIR/info/exclude, which go-git ignores.
+func infoExclude(repo *git.Repository) []gitignore.Pattern {
+	type fsStorer interface{ Filesystem() billy.Filesystem }
+	s, ok := repo.Storer.(fsStorer)
+	if !ok {
+		return nil
+	}
+	f, err := s.Filesystem().Open("info/exclude")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, nil))
+	}
+	return ps
+}
+
+// IsDirty reports whether path (relative to the root) differs between the
+// work tree or index and HEAD: modified, staged, deleted, or untracked and
+// not ignored. It asks git about that one path only, which is cheap even
+// in a large repository. Without git it compares the file's blob hash with
+// HEAD's; that ignores clean/smudge filters and autocrlf, so it may call a
+// converted file dirty, and it does not consult ignore rules.
+func (r *Repo) IsDirty(ctx context.Context, path string) (bool, error) {
+	clean, err := cleanPath(path)
+	if err != nil {
+		return false, fmt.Errorf("is dirty: %w", err)
+	}
+	if _, err := proc.LookPath("git"); err != nil {
+		return r.dirtyByHash(clean)
+	}
+	args := append(slices.Clone(statusArgs), "--", ":(literal)"+clean)
+	out, err := r.runGit(ctx, args...)
+	if err != nil {
+		return false, fmt.Errorf("is dirty %s: %w", clean, err)
+	}
+	st, err := parsePorcelainV2(out)
+	if err != nil {
+		return false, fmt.Errorf("is dirty %s: %w", clean, err)
+	}
+	return !st.empty(), nil
+}
+
+func (r *Repo) dirtyByHash(p string) (_ bool, err error) {
+	defer recovered("is dirty", &err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var headHash plumbing.Hash
+	h, born, err := r.headHash()
+	if err != nil {
+		return false, fmt.Errorf("is dirty %s: %w", p, err)
+	}
+	if born {
+		c, err := object.GetCommit(r.repo.Storer, h)
+		if err != nil {
+			return false, fmt.Errorf("is dirty %s: read HEAD: %w", p, err)
+		}
+		tree, err := c.Tree()
+		if err != nil {
+			return false, fmt.Errorf("is dirty %s: read tree: %w", p, err)
+		}
+		if e, err := tree.FindEntry(p); err == nil && e.Mode.IsFile() {
+			headHash = e.Hash
+		}
+	}
+	full := filepath.Join(r.root, filepath.FromSlash(p))
+	fi, err := os.Lstat(full)
+	if errors.Is(err, os.ErrNotExist) {
+		return !headHash.IsZero(), nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("is dirty %s: %w", p, err)
+	}
+	var content []byte
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := os.Readlink(full)
+		if err != nil {
+			return false, fmt.Errorf("is dirty %s: %w", p, err)
+		}
+		content = []byte(filepath.ToSlash(target))
+	case fi.Mode().IsRegular():
+		if content, err = os.ReadFile(full); err != nil {
+			return false, fmt.Errorf("is dirty %s: %w", p, err)
+		}
+	case fi.IsDir() && headHash.IsZero():
+		// Could hold untracked files; without git's ignore rules and
+		// index there is no cheap honest answer.
+		return false, fmt.Errorf("is dirty %s: a directory; without git only files can be checked", p)
+	default:
+		return true, nil // something else where HEAD has a file
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, content) != headHash, nil
+}

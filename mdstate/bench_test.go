@@ -1,0 +1,150 @@
+package mdstate_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/mdstate"
+	"github.com/ralph-dev/ralph/mdstate/mdstatetest"
+)
+
+// bigDir caches generated projects across benchmarks in one run.
+var (
+	bigMu   sync.Mutex
+	bigDirs = map[[2]int]string{}
+)
+
+func bigProject(b *testing.B, tasks, entries int) string {
+	b.Helper()
+	bigMu.Lock()
+	defer bigMu.Unlock()
+	key := [2]int{tasks, entries}
+	if d, ok := bigDirs[key]; ok {
+		return d
+	}
+	d, err := os.MkdirTemp("", "ralph-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := mdstatetest.BigProject(d, tasks, entries); err != nil {
+		b.Fatal(err)
+	}
+	bigDirs[key] = d
+	return d
+}
+
+func TestMain(m *testing.M) {
+	// Progress times without a zone are local: pin the zone so that the
+	// golden files do not depend on the machine's.
+	time.Local = time.UTC
+	code := m.Run()
+	for _, d := range bigDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
+// BenchmarkLoadBig is what `ralph status` reads: 1,000 tasks and a
+// 100,000-entry log, the last entry parsed.
+func BenchmarkLoadBig(b *testing.B) {
+	p := mdstate.Open(bigProject(b, 1000, 100_000))
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := p.Load(1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Progress.Entries != 100_000 || len(st.Tasks.Items) != 1000 {
+			b.Fatalf("read %d entries, %d tasks", st.Progress.Entries, len(st.Tasks.Items))
+		}
+	}
+}
+
+// BenchmarkAppendProgress appends entries to logs of 100 and 100,000
+// entries: the cost must not grow with the log.
+func BenchmarkAppendProgress(b *testing.B) {
+	for _, n := range []int{100, 100_000} {
+		b.Run("entries="+itoa(n), func(b *testing.B) {
+			src := bigProject(b, 10, n)
+			dir := b.TempDir()
+			for _, name := range mdstate.Files {
+				data, err := os.ReadFile(filepath.Join(src, name))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			p := mdstate.Open(dir)
+			t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			i := 0
+			for b.Loop() {
+				if err := p.AppendProgress(mdstatetest.Entry(t0.Add(time.Duration(i)*time.Second), i)); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkStatusEdit changes one task's status in a 1,000-task file:
+// "compute" is parse, splice, re-parse and check; "write" adds the durable
+// write (fsync of file and folder) and the lock.
+func BenchmarkStatusEdit(b *testing.B) {
+	src := bigProject(b, 1000, 0)
+	data, err := os.ReadFile(filepath.Join(src, mdstate.TasksFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("compute", func(b *testing.B) {
+		b.ReportAllocs()
+		st := []mdstate.Status{mdstate.Done, mdstate.Pending}
+		i := 0
+		for b.Loop() {
+			c, err := mdstate.ParseChecklist(mdstate.TasksKind, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := c.Edit()
+			if err := e.SetStatus("T999", st[i%2]); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := e.Bytes(); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("write", func(b *testing.B) {
+		dir := b.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, mdstate.TasksFile), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		p := mdstate.Open(dir)
+		st := []mdstate.Status{mdstate.Done, mdstate.Pending}
+		i := 0
+		for b.Loop() {
+			if _, err := p.UpdateChecklist(mdstate.TasksKind, func(e *mdstate.ChecklistEdit) error {
+				return e.SetStatus("T999", st[i%2])
+			}); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+func itoa(n int) string {
+	switch n {
+	case 100:
+		return "100"
+	case 100_000:
+		return "100000"
+	}
+	return "n"
+}

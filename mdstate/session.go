@@ -1,0 +1,211 @@
+package mdstate
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yuin/goldmark/ast"
+)
+
+// Session is the coordinator's record of the work it is doing, kept in a
+// "## Session" section of RALPH_TASKS.md where a person looks first:
+//
+//	## Session
+//
+//	- id: 20261122-100312
+//	- status: running
+//	- phase: agent
+//	- iteration: 3 of 20
+//	- task: T4
+//	- tokens: 12034 in, 3201 out
+//	- cost: $0.4123
+//	- baseline: 3f9c2e1a…
+//	- agent: claude (sonnet)
+//	- started: 2026-11-22T10:03:12Z
+//	- updated: 2026-11-22T10:15:40Z
+//	- pid: 4242
+//	- child: 4250
+//
+// It lives in the task file, not the progress log, so that rewriting it
+// costs the same however long the history grows. It holds every counter the
+// coordinator needs to resume after a crash.
+type Session struct {
+	ID            string
+	Status        string // running, paused, interrupted, ended
+	Phase         string // e.g. selecting, agent, writing
+	Iteration     int
+	MaxIterations int // 0: no limit
+	Task          string
+	TokensIn      int64
+	TokensOut     int64
+	CostUSD       float64
+	Baseline      string
+	Agent         string
+	Model         string
+	Started       time.Time
+	Updated       time.Time
+	PID           int // the coordinator's
+	Child         int // the child agent's process (and group) ID; 0 when none
+	Reason        string
+	Line          int // 1-based line of the "## Session" heading
+	// Extra keeps lines ralph does not know, in order, so they survive.
+	Extra []Field
+}
+
+// SessionHeading is the heading text that marks the session section.
+const SessionHeading = "Session"
+
+// Session finds and reads the session section of a tasks file; nil
+// when there is none. Malformed values are warnings, never errors.
+func (c *Checklist) Session() (*Session, []Warning) {
+	md := c.md
+	var warns []Warning
+	for n := md.doc.FirstChild(); n != nil; n = n.NextSibling() {
+		h, ok := n.(*ast.Heading)
+		if !ok || !strings.EqualFold(md.headingText(h), SessionHeading) {
+			continue
+		}
+		s := &Session{Line: c.src.line(md.pos(h))}
+		for b := h.NextSibling(); b != nil; b = b.NextSibling() {
+			if _, isH := b.(*ast.Heading); isH {
+				break
+			}
+			l, isList := b.(*ast.List)
+			if !isList {
+				continue
+			}
+			for li := l.FirstChild(); li != nil; li = li.NextSibling() {
+				fc := li.FirstChild()
+				if fc == nil || fc.Lines().Len() == 0 {
+					continue
+				}
+				start := md.pos(fc)
+				line := c.src.src[start:c.src.contentEnd(start)]
+				ke, vs, ve, ok := splitKeyValue(line)
+				if !ok {
+					continue
+				}
+				key, val := strings.ToLower(string(line[:ke])), string(line[vs:ve])
+				if err := s.set(key, val); err != nil {
+					warns = append(warns, Warning{File: TasksFile, Line: c.src.line(start), Message: "session " + err.Error() + " (ignored)"})
+				}
+			}
+		}
+		return s, warns
+	}
+	return nil, nil
+}
+
+func (s *Session) set(key, val string) error {
+	var err error
+	switch key {
+	case "id":
+		s.ID = val
+	case "status":
+		s.Status = strings.ToLower(val)
+	case "phase":
+		s.Phase = val
+	case "iteration":
+		cur, max, _ := strings.Cut(val, " of ")
+		if s.Iteration, err = strconv.Atoi(strings.TrimSpace(cur)); err != nil {
+			return fmt.Errorf("iteration %q is not like \"3 of 20\"", val)
+		}
+		if max != "" {
+			if s.MaxIterations, err = strconv.Atoi(strings.TrimSpace(max)); err != nil {
+				return fmt.Errorf("iteration %q is not like \"3 of 20\"", val)
+			}
+		}
+	case "task":
+		s.Task = strings.ToUpper(val)
+	case "tokens":
+		in, out, _ := strings.Cut(val, ",")
+		s.TokensIn, err = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(in), " in")), 10, 64)
+		if err == nil {
+			s.TokensOut, err = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(out), " out")), 10, 64)
+		}
+		if err != nil {
+			return fmt.Errorf("tokens %q is not like \"1200 in, 300 out\"", val)
+		}
+	case "cost":
+		if s.CostUSD, err = strconv.ParseFloat(strings.TrimPrefix(val, "$"), 64); err != nil {
+			return fmt.Errorf("cost %q is not like \"$0.42\"", val)
+		}
+	case "baseline":
+		s.Baseline = val
+	case "agent":
+		name, model, _ := strings.Cut(val, " (")
+		s.Agent, s.Model = strings.TrimSpace(name), strings.TrimSuffix(model, ")")
+	case "started", "updated":
+		t, terr := time.Parse(time.RFC3339, val)
+		if terr != nil {
+			return fmt.Errorf("%s %q is not an RFC 3339 time", key, val)
+		}
+		if key == "started" {
+			s.Started = t
+		} else {
+			s.Updated = t
+		}
+	case "pid", "child":
+		n, perr := strconv.Atoi(val)
+		if perr != nil || n < 0 {
+			return fmt.Errorf("%s %q is not a process ID", key, val)
+		}
+		if key == "pid" {
+			s.PID = n
+		} else {
+			s.Child = n
+		}
+	case "reason":
+		s.Reason = val
+	default:
+		s.Extra = append(s.Extra, Field{Key: key, Value: val})
+	}
+	return nil
+}
+
+// Render returns the session section's list as ralph writes it.
+func (s *Session) Render(eol string) []byte {
+	var b bytes.Buffer
+	kv := func(k, v string) {
+		if v != "" {
+			b.WriteString("- " + k + ": " + oneLine(v) + eol)
+		}
+	}
+	kv("id", s.ID)
+	kv("status", s.Status)
+	kv("phase", s.Phase)
+	it := strconv.Itoa(s.Iteration)
+	if s.MaxIterations > 0 {
+		it += " of " + strconv.Itoa(s.MaxIterations)
+	}
+	kv("iteration", it)
+	kv("task", s.Task)
+	kv("tokens", fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut))
+	kv("cost", fmt.Sprintf("$%.4f", s.CostUSD))
+	kv("baseline", s.Baseline)
+	agent := s.Agent
+	if s.Model != "" {
+		agent += " (" + s.Model + ")"
+	}
+	kv("agent", agent)
+	if !s.Started.IsZero() {
+		kv("started", s.Started.UTC().Format(time.RFC3339))
+	}
+	if !s.Updated.IsZero() {
+		kv("updated", s.Updated.UTC().Format(time.RFC3339))
+	}
+	if s.PID > 0 {
+		kv("pid", strconv.Itoa(s.PID))
+	}
+	if s.Child > 0 {
+		kv("child", strconv.Itoa(s.Child))
+	}
+	kv("reason", s.Reason)
+	for _, f := range s.Extra {
+		kv(f.Key, f.Value)
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,171 @@
+package projectdetect
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestIgnoredRules checks single-file patterns against answers from
+// "git check-ignore --no-index" (git 2.39), recorded in the table.
+func TestIgnoredRules(t *testing.T) {
+	tests := []struct {
+		patterns string
+		path     string
+		dir      bool
+		want     bool
+	}{
+		{"*.log", "a.log", false, true},
+		{"*.log", "dir/a.log", false, true},
+		{"*.log\n!keep.log", "keep.log", false, false},
+		{"*.log\n!keep.log", "sub/keep.log", false, false},
+		{"/build", "build", true, true},
+		{"/build", "src/build", true, false},
+		{"logs/", "logs", false, false},
+		{"logs/", "logs", true, true},
+		{"logs/", "a/logs", true, true},
+		{"docs/*.md", "docs/a.md", false, true},
+		{"docs/*.md", "x/docs/a.md", false, false},
+		{"**/gen", "a/b/gen", true, true},
+		{"**/gen", "gen", true, true},
+		{"a/**/b", "a/b", false, true},
+		{"a/**/b", "a/x/y/b", false, true},
+		{"a/**/b", "a/x", false, false},
+		{"out/**", "out", true, false},
+		{"out/**", "out/x", false, true},
+		{"# comment", "# comment", false, false},
+		{`\#hash`, "#hash", false, true},
+		{`\!bang`, "!bang", false, true},
+		{"trailing   ", "trailing", false, true},
+		{"crlf\r\nother", "crlf", false, true},
+		{"[ab].txt", "a.txt", false, true},
+		{"[ab].txt", "c.txt", false, false},
+		{"?.go", "a.go", false, true},
+		{"?.go", "ab.go", false, false},
+		{"tmp*", "tmpfile", false, true},
+		{"*\n!*.go", "main.go", false, false},
+		{"*\n!*.go", "x.txt", false, true},
+		{"*\n!*.go", "sub", true, true},
+		{"/*\n!/src/", "src", true, false},
+		{"/*\n!/src/", "lib", true, true},
+		{"/*\n!/src/", "src", false, true},
+		{"a/b", "a/b", false, true},
+		{"a/b", "x/a/b", false, false},
+		{"**", "anything", false, true},
+		{"doc/frotz/", "doc/frotz", true, true},
+		{"doc/frotz/", "a/doc/frotz", true, false},
+		{"foo/*", "foo/bar", false, true},
+		{"[unclosed", "[unclosed", false, false},
+	}
+	for _, tt := range tests {
+		rules := parseIgnore([]byte(tt.patterns), 0)
+		if got := ignored(rules, strings.Split(tt.path, "/"), tt.dir); got != tt.want {
+			t.Errorf("patterns %q, path %q (dir %v): ignored = %v, want %v", tt.patterns, tt.path, tt.dir, got, tt.want)
+		}
+	}
+}
+
+// TestGitignoreWalk checks ignore handling end to end: root and nested
+// .gitignore files, negation, .git/info/exclude, and that an ignored
+// directory's files are neither counted nor detected.
+func TestGitignoreWalk(t *testing.T) {
+	p := detectArchive(t, `
+-- .git/info/exclude --
+local-notes/
+-- .git/HEAD --
+ref: refs/heads/main
+-- .gitignore --
+# build output and scratch
+/generated/*
+!/generated/keep/
+*.log
+!important.log
+tmp/
+-- go.mod --
+module x
+-- main.go --
+-- debug.log --
+-- important.log --
+-- generated/web/package.json --
+{"scripts": {"test": "jest"}}
+-- generated/web/index.js --
+-- generated/keep/Cargo.toml --
+[package]
+-- generated/keep/lib.rs --
+-- local-notes/package.json --
+{}
+-- src/tmp/scratch.go --
+-- src/app.go --
+-- src/.gitignore --
+*.gen.go
+!keep.gen.go
+/only-here.txt
+-- src/x.gen.go --
+-- src/keep.gen.go --
+-- src/only-here.txt --
+-- src/deeper/only-here.txt --
+`)
+	wantTypes := []string{". go go [go.mod]", "generated/keep rust cargo [Cargo.toml]"}
+	if got := typeStrings(p.Types); !slices.Equal(got, wantTypes) {
+		t.Errorf("types:\n got  %q\n want %q", got, wantTypes)
+	}
+	// Seen: .gitignore go.mod main.go important.log, generated/keep/{Cargo.toml,lib.rs},
+	// src/{.gitignore,app.go,keep.gen.go,deeper/only-here.txt}.
+	if p.Summary.Files != 10 {
+		t.Errorf("Summary.Files = %d, want 10", p.Summary.Files)
+	}
+	var top []string
+	for _, e := range p.Summary.TopLevel {
+		top = append(top, e.Name)
+	}
+	wantTop := []string{".gitignore", "generated", "go.mod", "important.log", "main.go", "src"}
+	if !slices.Equal(top, wantTop) {
+		t.Errorf("top level:\n got  %q\n want %q", top, wantTop)
+	}
+}
+
+// TestVendoredTreesSkipped checks that dependency, build and cache
+// directories are neither entered nor reported, while still listed at the
+// top level as skipped.
+func TestVendoredTreesSkipped(t *testing.T) {
+	p := detectArchive(t, `
+-- package.json --
+{"scripts": {"test": "jest"}}
+-- index.js --
+-- node_modules/left-pad/package.json --
+{}
+-- node_modules/left-pad/index.js --
+-- vendor/github.com/x/y/go.mod --
+module y
+-- third_party/lib/CMakeLists.txt --
+-- dist/bundle.js --
+-- build/out.js --
+-- target/debug/Cargo.toml --
+-- .venv/lib/pyproject.toml --
+-- coverage/lcov.info --
+-- .ralph/state.json --
+-- pkg/a/node_modules/b/package.json --
+{}
+-- pkg/a/thing.egg-info/PKG-INFO --
+`)
+	if got, want := typeStrings(p.Types), []string{". node  [package.json]"}; !slices.Equal(got, want) {
+		t.Errorf("types:\n got  %q\n want %q", got, want)
+	}
+	if p.Summary.Files != 2 {
+		t.Errorf("Summary.Files = %d, want 2 (package.json, index.js)", p.Summary.Files)
+	}
+	skipped := map[string]bool{}
+	for _, e := range p.Summary.TopLevel {
+		if e.Skipped {
+			skipped[e.Name] = true
+		}
+	}
+	for _, name := range []string{"node_modules", "vendor", "third_party", "dist", "build", "target", ".venv", "coverage", ".ralph"} {
+		if !skipped[name] {
+			t.Errorf("top level %s not marked skipped", name)
+		}
+	}
+	if skipped["pkg"] {
+		t.Errorf("pkg marked skipped")
+	}
+}
