@@ -19,7 +19,7 @@ const LockFile = "coordinator.lock"
 // before AcquireLock reports it held: long enough to outlast LockHolder's
 // look, short enough not to be noticed when a coordinator really runs.
 const (
-	lockRetries    = 10
+	lockRetries    = 20
 	lockRetryDelay = 5 * time.Millisecond
 )
 

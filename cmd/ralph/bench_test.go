@@ -216,3 +216,28 @@ func BenchmarkContextJSONSmall(b *testing.B) {
 	}
 	benchProcess(b, dir, env, bin, "context", "--json")
 }
+
+// BenchmarkTaskDoneProcess runs `ralph task done` (alternating with
+// `reopen`) as a process on a 1,000-task file: one status edit as a user
+// or script makes it, start-up, lock, two parses and fsyncs included.
+func BenchmarkTaskDoneProcess(b *testing.B) {
+	bin := buildRalph(b)
+	dir := b.TempDir()
+	if _, err := mdstatetest.BigProject(dir, 1000, 100); err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), "HOME="+b.TempDir())
+	verbs := []string{"done", "reopen"}
+	var walls []time.Duration
+	i := 0
+	for b.Loop() {
+		res, err := proc.Run(b.Context(), proc.Cmd{Name: bin, Args: []string{"task", verbs[i%2], "T999"}, Dir: dir, Env: env})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("ralph task: %v\n%s", err, res.Stderr)
+		}
+		walls = append(walls, res.Wall)
+		i++
+	}
+	slices.Sort(walls)
+	b.ReportMetric(float64(walls[len(walls)/2].Microseconds())/1000, "median-ms")
+}
