@@ -176,16 +176,39 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 	return r, nil
 }
 
+// cliResult is a git status run by the CLI, possibly still to complete
+// with go-git's.
+type cliResult struct {
+	st  gitctx.Status
+	err error
+}
+
 func readGit(ctx context.Context, root string, opts ReportOptions) (*GitInfo, *gitctx.Repo, error) {
+	// git status is the slowest part on a large tree: start it before
+	// go-git opens the repository (tens of milliseconds there), not after.
+	var cli chan cliResult
+	if !opts.NoStatus {
+		cli = make(chan cliResult, 1)
+		go func() {
+			st, err := gitctx.CLIStatus(ctx, root, opts.StatusTimeout)
+			cli <- cliResult{st, err}
+		}()
+	}
 	repo, err := gitctx.Open(root)
-	if err != nil {
-		return nil, nil, err
-	}
-	head, err := repo.Head()
-	if err != nil {
+	if err == nil {
+		var head gitctx.Head
+		if head, err = repo.Head(); err == nil {
+			return readHistory(ctx, root, opts, repo, head, cli)
+		}
 		repo.Close()
-		return nil, nil, err
 	}
+	if cli != nil {
+		<-cli // bounded by the status timeout; leave no git behind
+	}
+	return nil, nil, err
+}
+
+func readHistory(ctx context.Context, root string, opts ReportOptions, repo *gitctx.Repo, head gitctx.Head, cli chan cliResult) (*GitInfo, *gitctx.Repo, error) {
 	g := &GitInfo{Branch: head.Branch, Head: head.Hash, Detached: head.Detached, Unborn: head.Unborn}
 	// The project may be a folder inside the work tree (a monorepo): git
 	// paths are relative to the work tree root.
@@ -196,17 +219,15 @@ func readGit(ctx context.Context, root string, opts ReportOptions) (*GitInfo, *g
 			paths[i] = filepath.ToSlash(rel) + "/" + name
 		}
 	}
-	var wg sync.WaitGroup
-	if !opts.NoStatus {
-		// git status runs as a child process while the history is read.
-		wg.Go(func() { g.Status = repo.Status(ctx, opts.StatusTimeout) })
-	}
 	if !head.Unborn {
 		g.Ahead, g.Behind, g.UpstreamKnown = repo.AheadBehind(ctx)
 		g.Recent, _ = repo.Log(ctx, opts.Commits)
 		g.StateCommits, _ = repo.StateCommits(ctx, paths, 5)
 	}
-	wg.Wait()
+	if cli != nil {
+		res := <-cli
+		g.Status = repo.StatusAfter(ctx, opts.StatusTimeout, res.st, res.err)
+	}
 	return g, repo, nil
 }
 

@@ -77,28 +77,71 @@ func (r *Repo) Status(ctx context.Context, timeout time.Duration) Status {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	if _, err := proc.LookPath("git"); err != nil {
-		return r.goGitStatus(ctx, timeout)
+	st, err := cliStatus(ctx, r.root, timeout)
+	return r.orFallback(ctx, timeout, st, err)
+}
+
+// CLIStatus runs only the git CLI's status, in dir (any directory of the
+// work tree: porcelain paths are relative to the work tree root). It needs
+// no Repo, so a caller can start it before Open and let it run while go-git
+// reads the history; ErrNoCLI means git is not installed or failed, and
+// the caller should use Repo.StatusAfter for the go-git fallback.
+func CLIStatus(ctx context.Context, dir string, timeout time.Duration) (Status, error) {
+	if timeout <= 0 {
+		timeout = DefaultStatusTimeout
 	}
-	out, err := r.runGit(ctx, statusArgs...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return cliStatus(ctx, dir, timeout)
+}
+
+// ErrNoCLI reports that the git CLI is missing or failed, so its status is
+// not to be had; go-git's may be.
+var ErrNoCLI = errors.New("git status unavailable from the git CLI")
+
+// StatusAfter completes a CLIStatus: it returns st, or go-git's status when
+// the CLI could not give one (err wraps ErrNoCLI).
+func (r *Repo) StatusAfter(ctx context.Context, timeout time.Duration, st Status, err error) Status {
+	if timeout <= 0 {
+		timeout = DefaultStatusTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return r.orFallback(ctx, timeout, st, err)
+}
+
+func (r *Repo) orFallback(ctx context.Context, timeout time.Duration, st Status, err error) Status {
+	if err == nil || !errors.Is(err, ErrNoCLI) {
+		return st
+	}
+	fb := r.goGitStatus(ctx, timeout)
+	if !fb.Available && !errors.Is(err, proc.ErrNotFound) {
+		fb.Reason += fmt.Sprintf(" (git status also failed: %v)", err)
+	}
+	return fb
+}
+
+// cliStatus runs git status in dir. An error wrapping ErrNoCLI means git is
+// missing or failed (e.g. "detected dubious ownership" on a checkout owned
+// by another user, which go-git does not check); a timeout is a Status
+// with a Reason, not an error, since go-git would only be slower.
+func cliStatus(ctx context.Context, dir string, timeout time.Duration) (Status, error) {
+	if _, err := proc.LookPath("git"); err != nil {
+		return Status{}, fmt.Errorf("%w: %w", ErrNoCLI, err)
+	}
+	out, err := runGit(ctx, dir, statusArgs...)
 	if err == nil {
 		st, perr := parsePorcelainV2(out)
 		if perr != nil {
-			return Status{Source: "git", Reason: "status unavailable: " + perr.Error()}
+			return Status{Source: "git", Reason: "status unavailable: " + perr.Error()}, nil
 		}
 		st.Available, st.Source = true, "git"
-		return st
+		return st, nil
 	}
 	if ctx.Err() != nil {
-		return Status{Source: "git", Reason: unavailableReason(ctx, timeout)}
+		return Status{Source: "git", Reason: unavailableReason(ctx, timeout)}, nil
 	}
-	// git is there but failed, e.g. "detected dubious ownership" on a
-	// checkout owned by another user; go-git has no such check.
-	st := r.goGitStatus(ctx, timeout)
-	if !st.Available {
-		st.Reason += fmt.Sprintf(" (git status also failed: %v)", err)
-	}
-	return st
+	return Status{}, fmt.Errorf("%w: %w", ErrNoCLI, err)
 }
 
 func unavailableReason(ctx context.Context, timeout time.Duration) string {
@@ -112,13 +155,17 @@ func unavailableReason(ctx context.Context, timeout time.Duration) string {
 // as soon as ctx ends; a git that outlives ctx is killed by proc within
 // statusGrace plus proc's wait delay, without anyone waiting for it.
 func (r *Repo) runGit(ctx context.Context, args ...string) ([]byte, error) {
+	return runGit(ctx, r.root, args...)
+}
+
+func runGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	type result struct {
 		out []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := proc.Output(ctx, proc.Cmd{Name: "git", Args: args, Dir: r.root, Grace: statusGrace})
+		out, err := proc.Output(ctx, proc.Cmd{Name: "git", Args: args, Dir: dir, Grace: statusGrace})
 		done <- result{out, err}
 	}()
 	select {

@@ -3,6 +3,7 @@ package mdstate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -683,7 +684,18 @@ func TestCorpusAdd(t *testing.T) {
 		t.Run(fx.String(), func(t *testing.T) {
 			base, c := withIDs(t, k, fx.Data)
 			if strings.Contains(fx.Name, "unclosed-fence") {
-				t.Skip("the file ends inside a code block: ralph refuses to add (see the edits golden)")
+				// The file ends inside a code block: ralph refuses to add,
+				// naming the line where the block opened.
+				e := c.Edit()
+				if _, err := e.Add("Refused"); err != nil {
+					t.Fatal(err)
+				}
+				_, _, err := e.Bytes()
+				var fe *FileError
+				if !errors.As(err, &fe) || fe.Line == 0 || !strings.Contains(fe.Msg, "never closed") {
+					t.Fatalf("Add below an unclosed fence: err = %v, want a FileError naming the line", err)
+				}
+				return
 			}
 			next := 1
 			for _, it := range c.Items {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -284,10 +285,17 @@ func (p *Project) Recover() error {
 // recoverLocked is Recover for a caller that holds the state lock, so no
 // other ralph is mid-write and every temporary file is a crash's leftover.
 func (p *Project) recoverLocked() error {
-	for _, name := range Files {
-		matches, _ := filepath.Glob(filepath.Join(p.Root, "."+name+".ralph-*"))
-		for _, m := range matches {
-			_ = os.Remove(m)
+	// One read of the folder, not one glob per state file.
+	entries, _ := os.ReadDir(p.Root)
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, ".") || !strings.Contains(n, ".ralph-") {
+			continue
+		}
+		for _, name := range Files {
+			if strings.HasPrefix(n, "."+name+".ralph-") {
+				_ = os.Remove(filepath.Join(p.Root, n))
+			}
 		}
 	}
 	return p.recoverJournal()

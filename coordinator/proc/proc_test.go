@@ -1,0 +1,177 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// alive reports whether pid names a live process (not a zombie).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "Z" is a zombie.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// waitGone waits a bounded time for pid to be gone.
+func waitGone(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("process %d still alive after %s", pid, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// readPID waits for the child to print a PID on its first line.
+func readPID(t *testing.T, out *syncBuffer) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if line, _, ok := strings.Cut(out.String(), "\n"); ok {
+			pid, err := strconv.Atoi(strings.TrimSpace(line))
+			if err != nil {
+				t.Fatalf("child printed %q, not a PID", line)
+			}
+			return pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("child printed no PID; output: %q", out.String())
+	return 0
+}
+
+func TestOutput(t *testing.T) {
+	ctx := t.Context()
+	out, err := Output(ctx, Cmd{Name: "sh", Args: []string{"-c", "echo hello; echo oops >&2"}})
+	if err != nil || string(out) != "hello\n" {
+		t.Fatalf("Output = %q, %v", out, err)
+	}
+	_, err = Output(ctx, Cmd{Name: "sh", Args: []string{"-c", "echo bad input >&2; exit 3"}})
+	if err == nil || !strings.Contains(err.Error(), "exit status 3: bad input") {
+		t.Fatalf("a failure should carry the exit status and stderr: %v", err)
+	}
+	_, err = Output(ctx, Cmd{Name: "no-such-program-ralph"})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+	// stdin is /dev/null unless given: a program that reads it must not
+	// wait for a terminal.
+	out, err = Output(ctx, Cmd{Name: "cat"})
+	if err != nil || len(out) != 0 {
+		t.Fatalf("cat with no stdin = %q, %v", out, err)
+	}
+}
+
+func TestRunReportsExitCode(t *testing.T) {
+	res, err := Run(t.Context(), Cmd{Name: "sh", Args: []string{"-c", "exit 7"}})
+	if err != nil || res.ExitCode != 7 || res.Wall <= 0 {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+}
+
+// Cancelling a child stops its whole process group: a grandchild that
+// ignores SIGINT is killed after the grace period, and nothing is left.
+func TestCancelStopsTheWholeGroup(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var out syncBuffer
+	p, err := Start(ctx, Cmd{
+		Name:  "sh",
+		Args:  []string{"-c", `sh -c 'trap "" INT; sleep 60' & echo $!; wait`},
+		Grace: 200 * time.Millisecond,
+	}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild := readPID(t, &out)
+	cancel()
+	_ = p.Wait(10 * time.Second)
+	waitGone(t, grandchild, 5*time.Second)
+	waitGone(t, p.Pid(), 5*time.Second)
+}
+
+// A child whose parent dies by SIGKILL (no chance to clean up) is killed by
+// the kernel: the parent-death signal.
+func TestChildDiesWithKilledParent(t *testing.T) {
+	var out syncBuffer
+	parent, err := Start(t.Context(), Cmd{
+		Name: os.Args[0],
+		Args: []string{"-test.run=^$"},
+		Env:  append(os.Environ(), "RALPH_PROC_HELPER=parent"),
+	}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := readPID(t, &out)
+	if !alive(child) {
+		t.Fatal("the helper's child is not running")
+	}
+	if err := parent.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait(10 * time.Second)
+	waitGone(t, child, time.Second)
+}
+
+func TestWaitIsBounded(t *testing.T) {
+	p, err := Start(t.Context(), Cmd{Name: "sleep", Args: []string{"60"}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(100 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("Wait = %v, want a timeout error", err)
+	}
+	waitGone(t, p.Pid(), 5*time.Second)
+}
+
+// TestMain doubles as the helper of TestChildDiesWithKilledParent: with
+// RALPH_PROC_HELPER=parent the test binary starts a long-running child
+// through proc, prints its PID and waits to be killed.
+func TestMain(m *testing.M) {
+	if os.Getenv("RALPH_PROC_HELPER") == "parent" {
+		p, err := Start(context.Background(), Cmd{Name: "sleep", Args: []string{"60"}}, nil, nil)
+		if err != nil {
+			os.Stdout.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Stdout.WriteString(strconv.Itoa(p.Pid()) + "\n")
+		time.Sleep(60 * time.Second)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
