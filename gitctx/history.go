@@ -62,16 +62,9 @@ func (r *Repo) Log(ctx context.Context, n int) (_ []Commit, err error) {
 	}
 	var out []Commit
 	for len(out) < n && w.q.Len() > 0 {
-		if err := ctx.Err(); err != nil {
-			return out, fmt.Errorf("log: %w", err)
-		}
-		c := w.pop()
-		parents, err := w.parents(c)
+		c, parents, err := w.next(ctx, "log")
 		if err != nil {
 			return out, err
-		}
-		for _, p := range parents {
-			w.mark(p, flagSeen)
 		}
 		cm, err := r.toCommit(ctx, c, parents, w.shallow[c.Hash])
 		if err != nil {
@@ -239,16 +232,9 @@ func (r *Repo) StateCommits(ctx context.Context, paths []string, n int) (_ []Com
 	}
 	var out []Commit
 	for len(out) < n && w.q.Len() > 0 {
-		if err := ctx.Err(); err != nil {
-			return out, fmt.Errorf("state commits: %w", err)
-		}
-		c := w.pop()
-		parents, err := w.parents(c)
+		c, parents, err := w.next(ctx, "state commits")
 		if err != nil {
 			return out, err
-		}
-		for _, p := range parents {
-			w.mark(p, flagSeen)
 		}
 		if w.shallow[c.Hash] {
 			continue
@@ -412,6 +398,23 @@ func (w *walker) mark(c *object.Commit, flag uint8) {
 }
 
 func (w *walker) pop() *object.Commit { return heap.Pop(&w.q).(queued).c }
+
+// next takes the newest queued commit and queues its parents, for a walk
+// of everything reachable (op names the walk in errors).
+func (w *walker) next(ctx context.Context, op string) (*object.Commit, []*object.Commit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	c := w.pop()
+	parents, err := w.parents(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range parents {
+		w.mark(p, flagSeen)
+	}
+	return c, parents, nil
+}
 
 // parents loads c's parents. A commit on the shallow boundary has none
 // here: its parents were never fetched, and looking them up is exactly the
