@@ -79,6 +79,8 @@ type ChecklistEdit struct {
 	// trail is inserted after every other edit at its offset: the blank
 	// line that keeps added items apart from text right after the list.
 	trail []Edit
+	// session is the session section the edit writes, if any.
+	session *Session
 }
 
 // Edit starts a set of changes. Items without a written ID get theirs
@@ -400,6 +402,13 @@ func (e *ChecklistEdit) bytes() ([]byte, *Checklist, error) {
 		}
 		if after.Items[i].Provisional {
 			return nil, nil, fmt.Errorf("%w: %s line %d still has no ID", ErrVerify, e.c.Kind.File, after.Items[i].Line)
+		}
+	}
+	if e.session != nil {
+		got, _ := after.Session()
+		eol := e.c.src.eol
+		if got == nil || !bytes.Equal(got.Render(eol), e.session.Render(eol)) {
+			return nil, nil, fmt.Errorf("%w: %s would not hold the session as written", ErrVerify, e.c.Kind.File)
 		}
 	}
 	return out, after, nil

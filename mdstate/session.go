@@ -2,6 +2,7 @@ package mdstate
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -208,4 +209,64 @@ func (s *Session) Render(eol string) []byte {
 		kv(f.Key, f.Value)
 	}
 	return b.Bytes()
+}
+
+// SetSession writes the session section: its list is replaced as a whole
+// (ralph owns those lines), or the section is added at the end of the file.
+// The rest of the file, tasks included, is not touched, and the check after
+// the splice reads the session back.
+func (e *ChecklistEdit) SetSession(s *Session) error {
+	if e.session != nil {
+		return errors.New("one session write per edit")
+	}
+	c := e.c
+	src := c.src
+	body := s.Render(src.eol)
+	md := c.md
+	for n := md.doc.FirstChild(); n != nil; n = n.NextSibling() {
+		h, ok := n.(*ast.Heading)
+		if !ok || !strings.EqualFold(md.headingText(h), SessionHeading) {
+			continue
+		}
+		// The section's first list, before the next heading.
+		for b := h.NextSibling(); b != nil; b = b.NextSibling() {
+			if _, isH := b.(*ast.Heading); isH {
+				break
+			}
+			if l, isList := b.(*ast.List); isList {
+				start := src.lineStart(md.pos(l))
+				e.edits = append(e.edits, Edit{Span: Span{start, md.end(l)}, Text: body})
+				e.session = s
+				return nil
+			}
+		}
+		// A heading with no list yet: the list goes right under it.
+		at := md.end(h)
+		var b bytes.Buffer
+		if at > 0 && src.src[at-1] != '\n' {
+			b.WriteString(src.eol)
+		}
+		b.WriteString(src.eol)
+		b.Write(body)
+		if at < len(src.src) && !bytes.HasPrefix(src.src[at:], []byte(src.eol)) {
+			b.WriteString(src.eol)
+		}
+		e.edits = append(e.edits, Edit{Span: Span{at, at}, Text: b.Bytes()})
+		e.session = s
+		return nil
+	}
+	// No section: add it at the end of the file.
+	var b bytes.Buffer
+	at := len(src.src)
+	if at > 0 && src.src[at-1] != '\n' {
+		b.WriteString(src.eol)
+	}
+	if at > 0 && !endsWithBlankLine(src.src) {
+		b.WriteString(src.eol)
+	}
+	b.WriteString("## " + SessionHeading + src.eol + src.eol)
+	b.Write(body)
+	e.edits = append(e.edits, Edit{Span: Span{at, at}, Text: b.Bytes()})
+	e.session = s
+	return nil
 }

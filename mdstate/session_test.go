@@ -1,0 +1,98 @@
+package mdstate
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func testSession() *Session {
+	return &Session{
+		ID: "20261122-100312", Status: "running", Phase: "agent", Iteration: 3, MaxIterations: 20,
+		Task: "T2", TokensIn: 12034, TokensOut: 3201, CostUSD: 0.4123, Baseline: "3f9c2e1a",
+		Agent: "claude", Model: "sonnet",
+		Started: time.Date(2026, 11, 22, 10, 3, 12, 0, time.UTC), Updated: time.Date(2026, 11, 22, 10, 15, 40, 0, time.UTC),
+		PID: 4242, Child: 4250, Extra: []Field{{Key: "note", Value: "kept"}},
+	}
+}
+
+func sessionEdit(t *testing.T, src string, fn func(e *ChecklistEdit) error) string {
+	t.Helper()
+	c, err := ParseChecklist(TasksKind, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Edit()
+	if err := fn(e); err != nil {
+		t.Fatal(err)
+	}
+	out, after, err := e.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, warns := after.Session()
+	if len(warns) > 0 {
+		t.Fatalf("warnings: %v", warns)
+	}
+	if got == nil {
+		t.Fatal("no session read back")
+	}
+	return string(out)
+}
+
+func TestSetSessionAppendsSection(t *testing.T) {
+	const src = "# Tasks\n\n- [ ] T1: One\n- [ ] T2: Two\n"
+	out := sessionEdit(t, src, func(e *ChecklistEdit) error { return e.SetSession(testSession()) })
+	want := src + "\n## Session\n\n" + string(testSession().Render("\n"))
+	if out != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestSetSessionReplacesOnlyItsList(t *testing.T) {
+	const before = "# Tasks\n\n- [ ] T1: One\n\n## Session\n\nWritten by ralph; edit with care.\n\n* status: paused\n* iteration: 1\n\n## Later\n\nProse kept.\n"
+	s := testSession()
+	out := sessionEdit(t, before, func(e *ChecklistEdit) error { return e.SetSession(s) })
+	want := "# Tasks\n\n- [ ] T1: One\n\n## Session\n\nWritten by ralph; edit with care.\n\n" + string(s.Render("\n")) + "\n## Later\n\nProse kept.\n"
+	if out != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+// The coordinator marks a task in progress and records the phase in one
+// atomic write.
+func TestSetSessionWithStatusChange(t *testing.T) {
+	const src = "# Tasks\r\n\r\n- [ ] T1: One\r\n\r\n## Session\r\n\r\n- status: running\r\n"
+	out := sessionEdit(t, src, func(e *ChecklistEdit) error {
+		if err := e.SetStatus("T1", InProgress); err != nil {
+			return err
+		}
+		return e.SetSession(testSession())
+	})
+	if !strings.HasPrefix(out, "# Tasks\r\n\r\n- [/] T1: One\r\n\r\n## Session\r\n\r\n- id: 20261122-100312\r\n") {
+		t.Fatalf("got %q", out)
+	}
+	if strings.Contains(strings.ReplaceAll(out, "\r\n", ""), "\n") {
+		t.Fatalf("a bare LF crept into a CRLF file: %q", out)
+	}
+}
+
+func TestSessionRoundTrip(t *testing.T) {
+	s := testSession()
+	out := sessionEdit(t, "- [ ] T1: One\n", func(e *ChecklistEdit) error { return e.SetSession(s) })
+	c, _ := ParseChecklist(TasksKind, []byte(out))
+	got, _ := c.Session()
+	got.Line = 0
+	if string(got.Render("\n")) != string(s.Render("\n")) || got.Iteration != 3 || got.MaxIterations != 20 ||
+		got.TokensIn != 12034 || got.CostUSD != 0.4123 || got.Model != "sonnet" || got.Child != 4250 || !got.Started.Equal(s.Started) {
+		t.Fatalf("read back %+v\nwant %+v", got, s)
+	}
+}
+
+func TestSessionBadValuesWarn(t *testing.T) {
+	c, _ := ParseChecklist(TasksKind, []byte("## Session\n\n- iteration: three\n- status: running\n"))
+	s, warns := c.Session()
+	if s == nil || s.Status != "running" || len(warns) != 1 || warns[0].Line != 3 {
+		t.Fatalf("session %+v, warnings %v", s, warns)
+	}
+}
