@@ -20,14 +20,17 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
 )
 
 // TestMain lets the test binary run as the real ralph: testscript puts a
-// copy of it named "ralph" on the scripts' PATH.
+// copy of it named "ralph" on the scripts' PATH, beside a fake "claude"
+// (agenttest.FakeClaudeMain, steered by FAKE_CLAUDE_* variables).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"ralph":          func() { os.Exit(run()) },
 		"ralph-holdlock": holdLock,
+		"claude":         func() { os.Exit(agenttest.FakeClaudeMain()) },
 	})
 }
 

@@ -184,6 +184,26 @@ func Start(ctx context.Context, c Cmd, stdout, stderr io.Writer) (*Process, erro
 // Pid returns the child's process ID, which is also its process group ID.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
+// Done is closed when the child has exited and its output has been copied
+// to the writers given to Start. The copying is bounded too: pipes a
+// grandchild still holds open once the child has exited (or been
+// cancelled) are closed after the grace period plus a second (WaitDelay).
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitCode reports the child's exit code once Done is closed: -1 when a
+// signal ended it, or while it is still running.
+func (p *Process) ExitCode() int {
+	select {
+	case <-p.done:
+	default:
+		return -1
+	}
+	if p.cmd.ProcessState == nil {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
 // Signal sends sig to the child alone (not its group): how a test
 // simulates a crash of the child itself.
 func (p *Process) Signal(sig syscall.Signal) error {

@@ -159,6 +159,42 @@ func TestWaitIsBounded(t *testing.T) {
 	waitGone(t, p.Pid(), 5*time.Second)
 }
 
+// Done closes once the child has exited and its output is copied, so a
+// caller can select on it beside its own timers; ExitCode is then final.
+func TestDoneAndExitCode(t *testing.T) {
+	var out syncBuffer
+	p, err := Start(t.Context(), Cmd{Name: "sh", Args: []string{"-c", "echo hi; exit 5"}}, &out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after the child exited")
+	}
+	if got := p.ExitCode(); got != 5 {
+		t.Fatalf("ExitCode = %d, want 5", got)
+	}
+	if out.String() != "hi\n" {
+		t.Fatalf("output not copied before Done: %q", out.String())
+	}
+
+	p, err = Start(t.Context(), Cmd{Name: "sleep", Args: []string{"60"}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ExitCode(); got != -1 {
+		t.Fatalf("ExitCode of a running child = %d, want -1", got)
+	}
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if got := p.ExitCode(); got != -1 {
+		t.Fatalf("ExitCode of a killed child = %d, want -1", got)
+	}
+}
+
 // TestMain doubles as the helper of TestChildDiesWithKilledParent: with
 // RALPH_PROC_HELPER=parent the test binary starts a long-running child
 // through proc, prints its PID and waits to be killed.

@@ -45,8 +45,9 @@ type IOStreams struct {
 
 // Env is what ralph takes from its environment, read once in Main.
 type Env struct {
-	Dir string    // the working directory
-	Now time.Time // RALPH_NOW, for reproducible output in tests; zero: the clock
+	Dir   string    // the working directory
+	Now   time.Time // RALPH_NOW, for reproducible output in tests; zero: the clock
+	Agent string    // RALPH_AGENT: the agent CLI when --agent is not given
 }
 
 // Factory gives commands what they share.
@@ -146,6 +147,11 @@ func reportError(f *Factory, cmd *cobra.Command, err error) int {
 		}
 		return ExitUsage
 	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		fmt.Fprintf(f.IO.ErrOut, "ralph: %v\n", err)
+		return ee.code
+	}
 	var fe *mdstate.FileError
 	if errors.As(err, &fe) {
 		fmt.Fprintf(f.IO.ErrOut, "ralph: %v\n", err)
@@ -213,6 +219,7 @@ Start with 'ralph init', add tasks with 'ralph task add' (or by writing
 		NewCmdContext(f),
 		NewCmdHistory(f),
 		NewCmdRestore(f),
+		NewCmdRun(f),
 	)
 	cmd.InitDefaultCompletionCmd()
 	group(cmd)
@@ -298,7 +305,7 @@ func EnvFromOS() (Env, error) {
 	if err != nil {
 		return Env{}, fmt.Errorf("find the working directory: %w", err)
 	}
-	env := Env{Dir: dir}
+	env := Env{Dir: dir, Agent: os.Getenv("RALPH_AGENT")}
 	if s := os.Getenv("RALPH_NOW"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
@@ -308,3 +315,5 @@ func EnvFromOS() (Env, error) {
 	}
 	return env, nil
 }
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// exitError carries an exit code other than 1 for a failure that has
+// already been reported.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// RunOptions are `ralph run`'s flags.
+type RunOptions struct {
+	Agent, AgentCmd, Model, Task string
+	MaxIterations                int
+	MaxCost                      float64
+	MaxTime                      time.Duration
+	JSON                         bool
+}
+
+// pickAgent resolves --agent, then RALPH_AGENT, then the first agent CLI
+// on PATH.
+func pickAgent(f *Factory, name, cmdline string) (coordinator.Agent, error) {
+	if name == "" {
+		name = f.Env.Agent
+	}
+	if name == "exec" || (name == "" && cmdline != "") {
+		if cmdline == "" {
+			return nil, usagef("--agent exec needs --agent-cmd \"PROGRAM ARGS\"")
+		}
+		return agent.Exec(cmdline)
+	}
+	if cmdline != "" {
+		return nil, usagef("--agent-cmd goes with --agent exec")
+	}
+	return agent.Find(name, proc.LookPath)
+}
+
+// NewCmdRun builds `ralph run`.
+func NewCmdRun(f *Factory) *cobra.Command {
+	var o RunOptions
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Work through the tasks with child agents",
+		Long: `Work through RALPH_TASKS.md: pick the next ready task (pending, its
+dependencies done; priority 1 first, then file order), mark it in progress,
+give it to a new child agent with the project's context, read the agent's
+final message, write the result back (task status, notes, learnings,
+to-dos, a progress entry), and go on until no task is ready or a limit is
+reached. Everything ralph knows is in the state files as it goes; the
+session (iteration, tokens, cost) is kept in RALPH_TASKS.md.
+
+Only one coordinator runs per project. Ctrl-C stops the agent's whole
+process group, puts its task back to pending and exits with 130.
+
+The agent is --agent, else $RALPH_AGENT, else the first of claude, codex,
+opencode, gemini found on PATH. --agent exec --agent-cmd "PROGRAM ARGS"
+runs any program: the prompt on its stdin, its last output as its final
+message.
+
+Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
+3 stopped by a limit; 4 another coordinator runs here; 130 interrupted.`,
+		Example: `  ralph run
+  ralph run --agent claude --model sonnet --max-iterations 10 --max-cost 5
+  ralph run --task T4
+  ralph run --agent exec --agent-cmd "./my-agent --fast" --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.MaxIterations < 0 || o.MaxCost < 0 || o.MaxTime < 0 {
+				return usagef("limits must not be negative")
+			}
+			p, _ := f.Project()
+			if _, err := p.LoadChecklist(mdstate.TasksKind); err != nil {
+				if isNotExist(err) {
+					return &mdstate.MissingError{File: mdstate.TasksFile, Root: p.Root}
+				}
+				return err
+			}
+			ag, err := pickAgent(f, o.Agent, o.AgentCmd)
+			if err != nil {
+				return err
+			}
+			opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
+				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run"}
+			if !f.Env.Now.IsZero() {
+				now := f.Env.Now
+				opts.Now = func() time.Time { return now }
+			}
+			co, err := coordinator.New(opts)
+			if err != nil {
+				var locked *coordinator.ErrLocked
+				if errors.As(err, &locked) {
+					return &exitError{code: ExitLocked, msg: err.Error()}
+				}
+				return err
+			}
+			defer co.Close()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				show := newRunDisplay(f, o.JSON)
+				for ev := range co.Events() {
+					show(ev)
+				}
+			}()
+			out, err := co.Run(cmd.Context())
+			<-done
+			if err != nil {
+				return err
+			}
+			s := out.Session
+			if !o.JSON {
+				fmt.Fprintf(f.IO.Out, "%s: %s; %d iterations, %d tasks done, %d tokens in, %d out, $%.4f\n",
+					out.Reason, out.Detail, s.Iteration, out.TasksDone, s.TokensIn, s.TokensOut, s.CostUSD)
+			}
+			switch out.Reason {
+			case coordinator.StopAllDone, coordinator.StopPaused:
+				return nil
+			case coordinator.StopLimit:
+				return &exitError{code: ExitLimit, msg: out.Detail}
+			case coordinator.StopInterrupted:
+				return &exitError{code: ExitInterrupted, msg: "interrupted; the task is back to pending and `ralph run` continues the session"}
+			}
+			return &exitError{code: ExitFailure, msg: out.Detail}
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Agent, "agent", "", "the agent CLI: `NAME` claude or exec (codex, opencode, gemini later)")
+	fl.StringVar(&o.AgentCmd, "agent-cmd", "", "with --agent exec: the `COMMAND` to run, prompt on stdin")
+	fl.StringVar(&o.Model, "model", "", "the `MODEL` the agent uses (default: the agent's own)")
+	fl.IntVar(&o.MaxIterations, "max-iterations", 0, "stop after `N` iterations (0: no limit)")
+	fl.Float64Var(&o.MaxCost, "max-cost", 0, "stop once the session has cost `USD` (0: no limit)")
+	fl.DurationVar(&o.MaxTime, "max-time", 0, "stop after `DURATION`, e.g. 2h (0: no limit)")
+	fl.StringVar(&o.Task, "task", "", "work on this task `ID` only")
+	fl.BoolVar(&o.JSON, "json", false, "print one JSON event per line on stdout instead of the display")
+	return cmd
+}
+
+// newRunDisplay returns the function that shows one event: JSON lines on
+// stdout, or a readable account on stderr.
+func newRunDisplay(f *Factory, asJSON bool) func(coordinator.Event) {
+	if asJSON {
+		enc := json.NewEncoder(f.IO.Out)
+		enc.SetEscapeHTML(false)
+		return func(ev coordinator.Event) { _ = enc.Encode(ev) }
+	}
+	w := f.IO.ErrOut
+	return func(ev coordinator.Event) {
+		switch ev.Kind {
+		case coordinator.EventTaskStarted:
+			fmt.Fprintf(w, "▶ %s: %s (iteration %d)\n", ev.Task, ev.Title, ev.Iteration)
+		case coordinator.EventAgentText:
+			for _, l := range strings.Split(strings.TrimRight(ev.Text, "\n"), "\n") {
+				fmt.Fprintf(w, "  │ %s\n", l)
+			}
+		case coordinator.EventToolUse:
+			fmt.Fprintf(w, "  ⚙ %s\n", ev.Tool)
+		case coordinator.EventIterationDone:
+			line := fmt.Sprintf("  %s %s: %s", map[string]string{"done": "✓", "blocked": "!", "interrupted": "■"}[ev.Outcome], ev.Task, ev.Outcome)
+			if strings.HasPrefix(line, "   ") {
+				line = "  ✗" + line[3:]
+			}
+			if ev.Reason != "" {
+				line += " (" + ev.Reason + ")"
+			}
+			fmt.Fprintf(w, "%s · %d in, %d out tokens\n", line, ev.TokensIn, ev.TokensOut)
+		}
+	}
+}

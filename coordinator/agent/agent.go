@@ -1,0 +1,179 @@
+// Package agent runs one child coding agent for one task and reports what
+// it did, whatever CLI is behind it.
+//
+// The contract every backend keeps:
+//
+//   - the prompt goes to the child on stdin, which is then closed (an open,
+//     silent stdin makes some CLIs wait or block);
+//   - the child runs in its own process group (through package proc); when
+//     Run returns, the child and everything it spawned are gone;
+//   - every raw byte of the child's stdout is copied to Request.RawLog;
+//   - a child that prints nothing on stdout for Request.NoOutputTimeout, or
+//     runs past Request.Timeout, is stopped (SIGINT to the group, SIGKILL
+//     after Request.Grace): headless agents can hang with no output
+//     (anthropics/claude-code#39700);
+//   - Result.Final is the agent's final assistant message only, never raw
+//     stdout: echoed prompts, tool results and file contents may carry the
+//     completion marker (snarktank/ralph PR #31);
+//   - exit code 0 alone is not success (subsy/ralph-tui#259): a claude
+//     child that ends without a result line is an error;
+//   - rate limits are read from structured fields and the result's text,
+//     never from tool output (frankbria/ralph-claude-code#183).
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Request is one task for one child agent.
+type Request struct {
+	Prompt string   // given to the child on stdin
+	Dir    string   // the project root: the child's working directory
+	Model  string   // "" = the CLI's default
+	Env    []string // the child's full environment; nil = inherit ralph's
+	// RawLog receives every raw byte of the child's stdout (ralph keeps it
+	// per iteration under .ralph/logs/); nil discards.
+	RawLog io.Writer
+	// NoOutputTimeout stops a child that writes no stdout byte for this
+	// long (ErrorKind "no_output"); zero disables the watchdog.
+	NoOutputTimeout time.Duration
+	// Timeout stops a child that runs longer than this (ErrorKind
+	// "timeout"); zero means no deadline.
+	Timeout time.Duration
+	// Grace is the time between SIGINT and SIGKILL when the child is
+	// stopped; zero means proc.DefaultGrace.
+	Grace time.Duration
+}
+
+// EventKind names what an Event reports.
+type EventKind string
+
+// The kinds of events a backend streams while the child runs.
+const (
+	EventInit       EventKind = "init"        // the session started: SessionID, Text = the model
+	EventText       EventKind = "text"        // assistant text: Text
+	EventToolUse    EventKind = "tool_use"    // the agent calls Tool; Text = its input, shortened
+	EventToolResult EventKind = "tool_result" // a tool's result: Tool (when known), Text shortened
+	EventUsage      EventKind = "usage"       // one model call's usage as the CLI reports it at the call's start
+	EventRetry      EventKind = "retry"       // the CLI retries a failed API call: Text says why
+	EventResult     EventKind = "result"      // the final result: Text = the final message, Usage, CostUSD
+)
+
+// Event is one step of a running child, for progress display. Events are
+// not the record: the Result is.
+type Event struct {
+	Kind      EventKind
+	Text      string
+	Tool      string
+	SessionID string
+	Usage     Usage
+	CostUSD   float64
+}
+
+// Usage counts tokens: In includes cache reads and cache creation.
+type Usage struct{ In, Out int64 }
+
+// The values of Result.ErrorKind.
+const (
+	KindAPIError    = "api_error"   // the model API failed (connection, 5xx, auth…)
+	KindRateLimit   = "rate_limit"  // 429/529 or a usage limit: wait (until ResetAt if known), don't burn an attempt
+	KindMaxTurns    = "max_turns"   // the CLI's turn limit ended the run
+	KindCrashed     = "crashed"     // the child died or failed without a result
+	KindTimeout     = "timeout"     // Request.Timeout passed; ralph stopped the child
+	KindNoOutput    = "no_output"   // no stdout for Request.NoOutputTimeout; ralph stopped the child
+	KindBadOutput   = "bad_output"  // the child exited 0 but its output had no result
+	KindInterrupted = "interrupted" // the caller's context was cancelled; ralph stopped the child
+)
+
+// Result is how one run ended.
+type Result struct {
+	// Final is the agent's final assistant message only (claude: the
+	// result line's "result"; exec: the last paragraph of stdout).
+	Final     string
+	SessionID string
+	IsError   bool
+	ErrorKind string // "" or one of the Kind constants
+	APIStatus int    // the API's HTTP status when it failed, e.g. 429, 529
+	// ResetAt is when a usage limit resets, when the CLI said so.
+	ResetAt   time.Time
+	ErrorText string // a short human reason
+	Usage     Usage
+	CostUSD   float64
+	NumTurns  int
+	// SkippedLines counts stdout lines that were not understood: not JSON,
+	// or longer than the line limit. They are still in RawLog.
+	SkippedLines int
+	ExitCode     int // -1 when a signal ended the child
+	Duration     time.Duration
+	PID          int // the child's pid, which is also its process group
+}
+
+// Backend runs child agents of one kind.
+type Backend interface {
+	Name() string
+	// Run starts the child, streams events to onEvent and returns when
+	// the child and its process group are gone. onEvent (may be nil) is
+	// called one event at a time, in order, never concurrently; it must
+	// return quickly: while it runs the child's output is not read.
+	// Cancelling ctx stops the child's group (SIGINT, then SIGKILL after
+	// Grace) and returns ErrorKind "interrupted". The error is non-nil
+	// only when the child could not be started at all.
+	Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error)
+}
+
+// ErrNotInstalled reports that no usable agent CLI was found.
+var ErrNotInstalled = errors.New("no agent CLI found")
+
+// installHint says what to do when no agent is installed.
+const installHint = "install Claude Code (npm install -g @anthropic-ai/claude-code), " +
+	`or run any agent program with --agent exec --agent-cmd "PROGRAM ARGS"`
+
+// autodetect is the order in which Find looks for an agent CLI.
+var autodetect = []string{"claude", "codex", "opencode", "gemini"}
+
+// Find returns the backend for name, or, for name "", for the first of
+// claude, codex, opencode and gemini that lookPath finds. "exec" needs a
+// command: use Exec.
+func Find(name string, lookPath func(string) (string, error)) (Backend, error) {
+	switch name {
+	case "":
+		for _, n := range autodetect {
+			if _, err := lookPath(n); err == nil {
+				return Find(n, lookPath)
+			}
+		}
+		return nil, fmt.Errorf("%w on PATH (looked for %s): %s", ErrNotInstalled, joinNames(autodetect), installHint)
+	case "claude":
+		p, err := lookPath("claude")
+		if err != nil {
+			return nil, fmt.Errorf("%w: claude is not on PATH: %s", ErrNotInstalled, installHint)
+		}
+		return Claude(p), nil
+	case "codex", "opencode", "gemini":
+		return nil, fmt.Errorf("the %s backend comes in a later version of ralph; use --agent claude, "+
+			`or --agent exec --agent-cmd "%s …" to run it as a plain program`, name, name)
+	case "exec":
+		return nil, fmt.Errorf(`--agent exec needs the program to run: --agent-cmd "PROGRAM ARGS"`)
+	default:
+		return nil, fmt.Errorf("unknown agent %q: use claude or exec (codex, opencode and gemini come later)", name)
+	}
+}
+
+func joinNames(names []string) string {
+	s := ""
+	for i, n := range names {
+		switch {
+		case i == 0:
+		case i == len(names)-1:
+			s += " and "
+		default:
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}

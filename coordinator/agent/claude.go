@@ -1,0 +1,421 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/proc"
+)
+
+// Claude returns the backend for Claude Code at bin ("claude" finds it on
+// PATH). It runs
+//
+//	claude -p --output-format stream-json --verbose --dangerously-skip-permissions [--model M]
+//
+// with the prompt on stdin (no argv length limit), and sets IS_SANDBOX=1
+// when ralph runs as root: the CLI refuses to skip permissions as root
+// otherwise (and takes no other value: IS_SANDBOX=yes is refused too).
+func Claude(bin string) Backend {
+	return claudeBackend{bin: bin, root: os.Geteuid() == 0, now: time.Now}
+}
+
+type claudeBackend struct {
+	bin  string
+	root bool
+	now  func() time.Time // resolves "resets 3pm" to a date
+}
+
+func (claudeBackend) Name() string { return "claude" }
+
+func (b claudeBackend) args(req Request) []string {
+	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	return args
+}
+
+func (b claudeBackend) env(req Request) []string {
+	env := req.Env
+	if !b.root {
+		return env
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	// The CLI accepts exactly "1": an inherited IS_SANDBOX=yes still makes
+	// it refuse, so any other value is replaced.
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "IS_SANDBOX=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "IS_SANDBOX=1")
+}
+
+func (b claudeBackend) Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error) {
+	s := newClaudeStream(onEvent)
+	end, err := runChild(ctx, proc.Cmd{Name: b.bin, Args: b.args(req), Env: b.env(req)}, req, s)
+	if err != nil {
+		return Result{}, fmt.Errorf("start claude: %w", err)
+	}
+	return s.finish(end, b.now()), nil
+}
+
+// claudeStream parses `claude -p --output-format stream-json` lines.
+type claudeStream struct {
+	onEvent   func(Event)
+	sessionID string
+	messages  map[string]bool   // assistant message ids already reported as usage
+	tools     map[string]string // tool_use id → tool name
+	result    *streamLine       // the last result line
+	got       atomic.Bool       // a result line has been parsed
+	skipped   int
+	// limitResetsAt is the reset time of the last rejected
+	// rate_limit_event: a fallback when the result names no time.
+	limitResetsAt int64
+}
+
+func newClaudeStream(onEvent func(Event)) *claudeStream {
+	if onEvent == nil {
+		onEvent = func(Event) {}
+	}
+	return &claudeStream{onEvent: onEvent, messages: map[string]bool{}, tools: map[string]string{}}
+}
+
+// streamLine holds the fields ralph reads from any stream-json line.
+// Fields whose type varies between CLI versions are kept raw, so that one
+// odd field does not make the whole line unreadable.
+type streamLine struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	SessionID string `json:"session_id"`
+	Model     string `json:"model"`
+	Message   *struct {
+		ID      string          `json:"id"`
+		Content json.RawMessage `json:"content"` // blocks; a string in some user lines
+		Usage   *apiUsage       `json:"usage"`
+	} `json:"message"`
+
+	// result
+	IsError        bool            `json:"is_error"`
+	TerminalReason string          `json:"terminal_reason"`
+	Result         string          `json:"result"`
+	Usage          *apiUsage       `json:"usage"`
+	TotalCostUSD   float64         `json:"total_cost_usd"`
+	NumTurns       int             `json:"num_turns"`
+	APIErrorStatus json.RawMessage `json:"api_error_status"` // a number or null
+	Errors         json.RawMessage `json:"errors"`
+
+	// system/api_retry
+	Attempt      int             `json:"attempt"`
+	MaxRetries   int             `json:"max_retries"`
+	RetryDelayMS float64         `json:"retry_delay_ms"`
+	ErrorStatus  json.RawMessage `json:"error_status"`
+	Error        json.RawMessage `json:"error"`
+
+	// rate_limit_event
+	RateLimitInfo *struct {
+		Status   string `json:"status"`
+		ResetsAt int64  `json:"resetsAt"`
+	} `json:"rate_limit_info"`
+}
+
+type apiUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+}
+
+func (u *apiUsage) usage() Usage {
+	if u == nil {
+		return Usage{}
+	}
+	return Usage{In: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, Out: u.OutputTokens}
+}
+
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"` // tool_result: a string or text blocks
+}
+
+// Display limits for event text; the Result is never shortened.
+const (
+	maxToolInput  = 300
+	maxToolResult = 2000
+)
+
+func (s *claudeStream) settled() bool { return s.got.Load() }
+
+func (s *claudeStream) tooLong() { s.skipped++ }
+
+func (s *claudeStream) line(b []byte) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return
+	}
+	var l streamLine
+	if b[0] != '{' || json.Unmarshal(b, &l) != nil {
+		// Not stream-json: a warning printed to stdout, or a line broken
+		// by another write in its middle (anthropics/claude-code#49640).
+		// It stays in the raw log.
+		s.skipped++
+		return
+	}
+	if l.SessionID != "" && s.sessionID == "" {
+		s.sessionID = l.SessionID
+	}
+	switch l.Type {
+	case "system":
+		switch l.Subtype {
+		case "init":
+			s.sessionID = l.SessionID
+			s.onEvent(Event{Kind: EventInit, SessionID: l.SessionID, Text: l.Model})
+		case "api_retry":
+			s.onEvent(Event{Kind: EventRetry, SessionID: s.sessionID, Text: retryText(l)})
+		}
+	case "assistant":
+		s.assistant(l)
+	case "user":
+		s.user(l)
+	case "rate_limit_event":
+		if l.RateLimitInfo != nil && l.RateLimitInfo.Status == "rejected" && l.RateLimitInfo.ResetsAt > 0 {
+			s.limitResetsAt = l.RateLimitInfo.ResetsAt
+		}
+	case "result":
+		s.result = &l
+		s.got.Store(true)
+		ev := Event{Kind: EventResult, SessionID: l.SessionID, Usage: l.Usage.usage(), CostUSD: l.TotalCostUSD}
+		if !l.IsError {
+			ev.Text = l.Result
+		}
+		s.onEvent(ev)
+	}
+}
+
+func (s *claudeStream) assistant(l streamLine) {
+	if l.Message == nil {
+		return
+	}
+	var blocks []contentBlock
+	if json.Unmarshal(l.Message.Content, &blocks) != nil {
+		return
+	}
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			s.onEvent(Event{Kind: EventText, Text: b.Text, SessionID: s.sessionID})
+		case "tool_use":
+			s.tools[b.ID] = b.Name
+			s.onEvent(Event{Kind: EventToolUse, Tool: b.Name, Text: shorten(string(b.Input), maxToolInput), SessionID: s.sessionID})
+		}
+	}
+	// The CLI prints one assistant line per content block, each repeating
+	// the message's usage: report it once per message.
+	if id := l.Message.ID; id != "" && l.Message.Usage != nil && !s.messages[id] {
+		s.messages[id] = true
+		s.onEvent(Event{Kind: EventUsage, Usage: l.Message.Usage.usage(), SessionID: s.sessionID})
+	}
+}
+
+func (s *claudeStream) user(l streamLine) {
+	if l.Message == nil {
+		return
+	}
+	var blocks []contentBlock
+	if json.Unmarshal(l.Message.Content, &blocks) != nil {
+		return // a plain string: an echoed prompt, not a tool result
+	}
+	for _, b := range blocks {
+		if b.Type != "tool_result" {
+			continue
+		}
+		s.onEvent(Event{Kind: EventToolResult, Tool: s.tools[b.ToolUseID], Text: shorten(toolResultText(b.Content), maxToolResult), SessionID: s.sessionID})
+	}
+}
+
+// toolResultText flattens a tool_result's content: a string, or blocks of
+// which the text ones are kept.
+func toolResultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []contentBlock
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func retryText(l streamLine) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "retry %d", l.Attempt)
+	if l.MaxRetries > 0 {
+		fmt.Fprintf(&b, "/%d", l.MaxRetries)
+	}
+	if st := rawInt(l.ErrorStatus); st != 0 {
+		fmt.Fprintf(&b, " after HTTP %d", st)
+	}
+	if e := rawString(l.Error); e != "" {
+		fmt.Fprintf(&b, " (%s)", e)
+	}
+	if l.RetryDelayMS > 0 {
+		fmt.Fprintf(&b, " in %s", (time.Duration(l.RetryDelayMS) * time.Millisecond).Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+func rawInt(raw json.RawMessage) int {
+	var n int
+	if json.Unmarshal(raw, &n) != nil {
+		return 0
+	}
+	return n
+}
+
+func rawString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// rawStrings reads a list of strings, or renders whatever else is there.
+func rawStrings(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return strings.Join(list, "; ")
+	}
+	return string(raw)
+}
+
+// finish turns the parsed stream and the way the child ended into the
+// Result. now resolves reset times stated without a date.
+func (s *claudeStream) finish(end childEnd, now time.Time) Result {
+	r := Result{
+		SessionID:    s.sessionID,
+		ExitCode:     end.exitCode,
+		Duration:     end.duration,
+		PID:          end.pid,
+		SkippedLines: s.skipped,
+	}
+	// ralph stopped the child before it gave its result: that is the
+	// outcome, whatever the child printed on its way out. A child that hung
+	// after its result line has still answered.
+	if end.stopped != "" && !end.stoppedSettled {
+		r.IsError, r.ErrorKind = true, end.stopped
+		r.ErrorText = stoppedText(end.stopped)
+		if s.result != nil {
+			r.Usage, r.CostUSD = s.result.Usage.usage(), s.result.TotalCostUSD
+		}
+		return r
+	}
+	if s.result == nil {
+		r.IsError = true
+		if end.exitCode != 0 {
+			r.ErrorKind = KindCrashed
+			r.ErrorText = "claude ended without a result (" + exitText(end.exitCode) + ")"
+			if tail := lastLines(end.stderrTail, 5, 500); tail != "" {
+				r.ErrorText += ": " + tail
+			}
+		} else {
+			r.ErrorKind = KindBadOutput
+			r.ErrorText = fmt.Sprintf("claude exited 0 without a result line (%d unreadable lines)", s.skipped)
+		}
+		return r
+	}
+	l := s.result
+	if l.SessionID != "" {
+		r.SessionID = l.SessionID
+	}
+	r.Usage, r.CostUSD, r.NumTurns = l.Usage.usage(), l.TotalCostUSD, l.NumTurns
+	r.APIStatus = rawInt(l.APIErrorStatus)
+	r.ErrorKind, r.ResetAt = classify(l, r.APIStatus, now)
+	if r.ErrorKind == "" {
+		r.Final = l.Result
+		return r
+	}
+	r.IsError = true
+	if r.ResetAt.IsZero() && r.ErrorKind == KindRateLimit && s.limitResetsAt > 0 {
+		r.ResetAt = time.Unix(s.limitResetsAt, 0)
+	}
+	r.ErrorText = strings.TrimSpace(l.Result)
+	if e := rawStrings(l.Errors); e != "" {
+		if r.ErrorText != "" {
+			r.ErrorText += "; "
+		}
+		r.ErrorText += e
+	}
+	if r.ErrorText == "" {
+		r.ErrorText = strings.Trim(l.Subtype+" "+l.TerminalReason, " ")
+	}
+	r.ErrorText = shorten(r.ErrorText, 500)
+	return r
+}
+
+// classify reads the result line's outcome. is_error decides, not subtype:
+// after a 429 with retries off the result says subtype "success" with
+// is_error true (AGENT-CLIS.md). Only the result's own fields and text are
+// read, never tool output (frankbria/ralph-claude-code#183).
+func classify(l *streamLine, status int, now time.Time) (kind string, resetAt time.Time) {
+	switch {
+	case l.Subtype == "error_max_turns" || l.TerminalReason == "max_turns":
+		return KindMaxTurns, time.Time{}
+	case status == 429 || status == 529:
+		return KindRateLimit, parseResetAt(l.Result, now)
+	case l.IsError && usageLimitText(l.Result):
+		return KindRateLimit, parseResetAt(l.Result, now)
+	case !l.IsError && usageLimitMessage(l.Result):
+		// Some CLI versions report a usage limit as the whole, successful
+		// result text; the strict match keeps an agent's prose out.
+		return KindRateLimit, parseResetAt(l.Result, now)
+	case !l.IsError:
+		return "", time.Time{}
+	case status != 0 || l.TerminalReason == "api_error":
+		return KindAPIError, time.Time{}
+	default:
+		return KindCrashed, time.Time{}
+	}
+}
+
+func stoppedText(kind string) string {
+	switch kind {
+	case KindTimeout:
+		return "stopped: the run passed its deadline"
+	case KindNoOutput:
+		return "stopped: no output for too long"
+	default:
+		return "stopped: interrupted"
+	}
+}
+
+func exitText(code int) string {
+	if code < 0 {
+		return "killed by a signal"
+	}
+	return fmt.Sprintf("exit code %d", code)
+}

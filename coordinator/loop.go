@@ -1,0 +1,505 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/gitctx"
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// Agent runs one child agent to completion. coordinator/agent's backends
+// satisfy it; tests may too.
+type Agent interface {
+	Name() string
+	Run(ctx context.Context, req agent.Request, onEvent func(agent.Event)) (agent.Result, error)
+}
+
+// Options configure a coordinator. Zero values mean "no limit" or the
+// documented default.
+type Options struct {
+	Root             string
+	Agent            Agent
+	Model            string
+	MaxIterations    int
+	MaxCost          float64       // USD
+	MaxTime          time.Duration // wall clock for the whole session
+	TaskID           string        // work on this task only
+	Env              []string      // the children's environment; nil: ralph's
+	Command          string        // who runs it, for the lock: "ralph run"
+	NoOutputTimeout  time.Duration // default 10 minutes
+	IterationTimeout time.Duration // default 60 minutes
+	Grace            time.Duration // SIGINT to SIGKILL; default 3 s
+	Now              func() time.Time
+}
+
+// EventKind names what happened.
+type EventKind string
+
+// The events a front end receives. Agent text and tool events may be
+// dropped when the front end is slow; the others are always delivered.
+const (
+	EventTaskStarted   EventKind = "task_started"
+	EventAgentText     EventKind = "agent_text" // may be dropped
+	EventToolUse       EventKind = "tool_use"   // may be dropped
+	EventUsage         EventKind = "usage"      // may be dropped
+	EventIterationDone EventKind = "iteration_done"
+	EventStateWritten  EventKind = "state_written"
+	EventStopped       EventKind = "stopped"
+)
+
+// Event is one thing that happened, for a front end to show.
+type Event struct {
+	Kind      EventKind `json:"event"`
+	Time      time.Time `json:"time"`
+	Iteration int       `json:"iteration,omitempty"`
+	Task      string    `json:"task,omitempty"`
+	Title     string    `json:"title,omitempty"`
+	Text      string    `json:"text,omitempty"`
+	Tool      string    `json:"tool,omitempty"`
+	TokensIn  int64     `json:"tokens_in,omitempty"`
+	TokensOut int64     `json:"tokens_out,omitempty"`
+	CostUSD   float64   `json:"cost_usd,omitempty"`
+	Outcome   string    `json:"outcome,omitempty"` // done, blocked, failed, interrupted
+	Reason    string    `json:"reason,omitempty"`
+	File      string    `json:"file,omitempty"` // for state_written
+}
+
+// StopReason says why a run ended.
+type StopReason string
+
+// The reasons, each with its exit code in cmd/ralph.
+const (
+	StopAllDone     StopReason = "all_done"    // every task done: exit 0
+	StopNoneReady   StopReason = "none_ready"  // tasks left, none can run: exit 1
+	StopLimit       StopReason = "limit"       // iterations, cost or time: exit 3
+	StopInterrupted StopReason = "interrupted" // stopped by the user: exit 130
+	StopPaused      StopReason = "paused"      // paused after an iteration: exit 0
+)
+
+// Outcome is how a run ended.
+type Outcome struct {
+	Reason     StopReason
+	Detail     string
+	Iterations int
+	TasksDone  int
+	Session    mdstate.Session
+}
+
+// Coordinator is ralph's engine for one project. Create it with New, which
+// takes the project's lock; front ends call Run, Pause, Queue and read
+// Events; Close gives the lock up.
+type Coordinator struct {
+	opts    Options
+	p       *mdstate.Project
+	lock    *Lock
+	events  chan Event
+	once    sync.Once
+	paused  atomic.Bool
+	mu      sync.Mutex
+	queued  []string
+	session mdstate.Session
+	started time.Time
+}
+
+// New takes the project's coordinator lock (failing at once with
+// *ErrLocked when another coordinator holds it) and prepares a session.
+func New(opts Options) (*Coordinator, error) {
+	if opts.Agent == nil {
+		return nil, errors.New("no agent configured")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NoOutputTimeout == 0 {
+		opts.NoOutputTimeout = 10 * time.Minute
+	}
+	if opts.IterationTimeout == 0 {
+		opts.IterationTimeout = 60 * time.Minute
+	}
+	if opts.Grace == 0 {
+		opts.Grace = 3 * time.Second
+	}
+	host, _ := os.Hostname()
+	lock, err := AcquireLock(opts.Root, LockInfo{PID: os.Getpid(), Host: host, Command: opts.Command, Since: opts.Now()})
+	if err != nil {
+		return nil, err
+	}
+	p := mdstate.Open(opts.Root)
+	p.Now = opts.Now
+	return &Coordinator{opts: opts, p: p, lock: lock, events: make(chan Event, 256)}, nil
+}
+
+// Events returns the event stream. It is closed when Run returns; a front
+// end must read it until then.
+func (c *Coordinator) Events() <-chan Event { return c.events }
+
+// Queue adds guidance for the next agent: it goes into the next prompt.
+func (c *Coordinator) Queue(msg string) {
+	c.mu.Lock()
+	c.queued = append(c.queued, msg)
+	c.mu.Unlock()
+}
+
+// Pause stops the run after the current iteration.
+func (c *Coordinator) Pause() { c.paused.Store(true) }
+
+// Close releases the lock.
+func (c *Coordinator) Close() { c.lock.Release() }
+
+func (c *Coordinator) emit(e Event) {
+	e.Time = c.opts.Now()
+	switch e.Kind {
+	case EventAgentText, EventToolUse, EventUsage:
+		select { // streaming detail: drop rather than stall the agent
+		case c.events <- e:
+		default:
+		}
+	default:
+		c.events <- e
+	}
+}
+
+// Run works through the tasks until none is ready, a limit is reached, the
+// run is paused, or ctx is cancelled (a hard stop: the child's group is
+// stopped and its task goes back to pending).
+func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
+	defer c.once.Do(func() { close(c.events) })
+	c.started = c.opts.Now()
+	c.session = mdstate.Session{
+		ID: c.started.UTC().Format("20060102-150405"), Status: "running", Phase: "starting",
+		MaxIterations: c.opts.MaxIterations, Agent: c.opts.Agent.Name(), Model: c.opts.Model,
+		Started: c.started, Updated: c.started, PID: os.Getpid(),
+	}
+	if repo, err := gitctx.Open(c.opts.Root); err == nil {
+		if h, err := repo.Head(); err == nil {
+			c.session.Baseline = h.Hash
+		}
+		repo.Close()
+	}
+	if err := c.p.Recover(); err != nil {
+		return out, err
+	}
+	if err := c.saveSession(nil); err != nil {
+		return out, err
+	}
+	defer func() {
+		c.session.Phase = ""
+		c.session.Child = 0
+		c.session.Updated = c.opts.Now()
+		switch out.Reason {
+		case StopInterrupted, StopPaused:
+			c.session.Status = "paused"
+			c.session.Reason = string(out.Reason)
+		default:
+			c.session.Status = "ended"
+			c.session.Reason = string(out.Reason)
+		}
+		if werr := c.saveSession(nil); werr != nil && err == nil {
+			err = werr
+		}
+		out.Session = c.session
+		out.Iterations = c.session.Iteration
+		c.emit(Event{Kind: EventStopped, Reason: string(out.Reason), Text: out.Detail})
+	}()
+	for {
+		if r, detail := c.limitReached(); r != "" {
+			return Outcome{Reason: r, Detail: detail, TasksDone: out.TasksDone}, nil
+		}
+		if ctx.Err() != nil {
+			return Outcome{Reason: StopInterrupted, Detail: "stopped", TasksDone: out.TasksDone}, nil
+		}
+		if c.paused.Load() {
+			return Outcome{Reason: StopPaused, Detail: "paused", TasksDone: out.TasksDone}, nil
+		}
+		tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
+		if err != nil {
+			return out, err
+		}
+		task, stop := c.pick(tasks)
+		if stop != nil {
+			stop.TasksDone = out.TasksDone
+			return *stop, nil
+		}
+		done, err := c.iterate(ctx, task)
+		if err != nil {
+			return out, err
+		}
+		if done {
+			out.TasksDone++
+		}
+		if c.opts.TaskID != "" {
+			return Outcome{Reason: StopAllDone, Detail: "ran " + c.opts.TaskID, TasksDone: out.TasksDone}, nil
+		}
+	}
+}
+
+func (c *Coordinator) limitReached() (StopReason, string) {
+	s := &c.session
+	switch {
+	case c.opts.MaxIterations > 0 && s.Iteration >= c.opts.MaxIterations:
+		return StopLimit, fmt.Sprintf("reached --max-iterations %d", c.opts.MaxIterations)
+	case c.opts.MaxCost > 0 && s.CostUSD >= c.opts.MaxCost:
+		return StopLimit, fmt.Sprintf("reached --max-cost $%.2f (spent $%.4f)", c.opts.MaxCost, s.CostUSD)
+	case c.opts.MaxTime > 0 && c.opts.Now().Sub(c.started) >= c.opts.MaxTime:
+		return StopLimit, fmt.Sprintf("reached --max-time %s", c.opts.MaxTime)
+	}
+	return "", ""
+}
+
+// pick chooses the next task, or says why there is none.
+func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
+	if id := c.opts.TaskID; id != "" {
+		t := tasks.Find(id)
+		switch {
+		case t == nil:
+			return nil, &Outcome{Reason: StopNoneReady, Detail: fmt.Sprintf("no task %s in %s", id, mdstate.TasksFile)}
+		case t.Status == mdstate.Done:
+			return nil, &Outcome{Reason: StopAllDone, Detail: t.ID + " is already done"}
+		}
+		return t, nil
+	}
+	if t := tasks.Next(); t != nil {
+		return t, nil
+	}
+	counts := tasks.Counts()
+	open := counts[mdstate.Pending] + counts[mdstate.InProgress] + counts[mdstate.Blocked]
+	if open == 0 {
+		return nil, &Outcome{Reason: StopAllDone, Detail: "every task is done"}
+	}
+	return nil, &Outcome{Reason: StopNoneReady, Detail: fmt.Sprintf("%d tasks left, none ready (blocked, in progress, or waiting for others)", open)}
+}
+
+// saveSession writes the session block, with fn's task changes in the same
+// atomic write.
+func (c *Coordinator) saveSession(fn func(e *mdstate.ChecklistEdit) error) error {
+	c.session.Updated = c.opts.Now()
+	_, err := c.p.UpdateChecklist(mdstate.TasksKind, func(e *mdstate.ChecklistEdit) error {
+		if fn != nil {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		s := c.session
+		return e.SetSession(&s)
+	})
+	if err == nil {
+		c.emit(Event{Kind: EventStateWritten, File: mdstate.TasksFile})
+	}
+	return err
+}
+
+// iterate gives one task to one child agent and writes back what came of
+// it. It reports whether the task was completed.
+func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, error) {
+	s := &c.session
+	s.Iteration++
+	s.Task, s.Phase = task.ID, "agent"
+	id, title := task.ID, task.Title
+	if err := c.saveSession(func(e *mdstate.ChecklistEdit) error { return e.SetStatus(id, mdstate.InProgress) }); err != nil {
+		return false, err
+	}
+	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: id, Title: title})
+
+	prompt, err := c.prompt(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	logPath := filepath.Join(c.opts.Root, mdstate.RuntimeDir, "logs", fmt.Sprintf("%s-%03d-%s.log", s.ID, s.Iteration, id))
+	_ = os.MkdirAll(filepath.Dir(logPath), 0o755)
+	raw, err := os.Create(logPath)
+	if err != nil {
+		return false, fmt.Errorf("create the iteration log: %w", err)
+	}
+	defer raw.Close()
+
+	start := c.opts.Now()
+	res, runErr := c.opts.Agent.Run(ctx, agent.Request{
+		Prompt: prompt, Dir: c.opts.Root, Model: c.opts.Model, Env: c.opts.Env, RawLog: raw,
+		NoOutputTimeout: c.opts.NoOutputTimeout, Timeout: c.opts.IterationTimeout, Grace: c.opts.Grace,
+	}, func(ev agent.Event) {
+		switch ev.Kind {
+		case "text":
+			c.emit(Event{Kind: EventAgentText, Iteration: s.Iteration, Task: id, Text: ev.Text})
+		case "tool_use":
+			c.emit(Event{Kind: EventToolUse, Iteration: s.Iteration, Task: id, Tool: ev.Tool})
+		case "usage", "result":
+			c.emit(Event{Kind: EventUsage, Iteration: s.Iteration, Task: id, TokensIn: ev.Usage.In, TokensOut: ev.Usage.Out, CostUSD: ev.CostUSD})
+		}
+	})
+	took := c.opts.Now().Sub(start)
+	s.TokensIn += res.Usage.In
+	s.TokensOut += res.Usage.Out
+	s.CostUSD += res.CostUSD
+	s.Phase = "writing"
+
+	rep := ParseReport(res.Final)
+	outcome, note := "failed", ""
+	newStatus := mdstate.Pending
+	switch {
+	case runErr != nil:
+		note = "the agent could not start: " + runErr.Error()
+	case ctx.Err() != nil || res.ErrorKind == "interrupted":
+		outcome, note = "interrupted", fmt.Sprintf("interrupted at %s in iteration %d", c.opts.Now().UTC().Format(time.RFC3339), s.Iteration)
+	case res.IsError || res.ErrorKind != "":
+		note = failureNote(res)
+	case rep.Verdict == VerdictComplete:
+		outcome, newStatus = "done", mdstate.Done
+	case rep.Verdict == VerdictBlocked:
+		outcome, newStatus, note = "blocked", mdstate.Blocked, rep.Reason
+	default:
+		note = "the agent ended without <promise>COMPLETE</promise>"
+		if res.ExitCode == 0 {
+			note += " (exit code 0 is not completion)"
+		}
+	}
+	attempts := task.Attempts
+	if outcome == "failed" {
+		attempts++
+	}
+	err = c.saveSession(func(e *mdstate.ChecklistEdit) error {
+		if err := e.SetStatus(id, newStatus); err != nil {
+			return err
+		}
+		if attempts != task.Attempts {
+			if err := e.SetMeta(id, "attempts", strconv.Itoa(attempts)); err != nil {
+				return err
+			}
+		}
+		if note != "" {
+			return e.AddMeta(id, "note", note)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if err := c.writeReport(rep); err != nil {
+		return false, err
+	}
+	entry := mdstate.Entry{Time: c.opts.Now(), Title: id + ": " + title, Fields: []mdstate.Field{
+		{Key: "outcome", Value: outcome},
+		{Key: "agent", Value: agentLabel(c.opts.Agent.Name(), c.opts.Model)},
+		{Key: "iteration", Value: strconv.Itoa(s.Iteration)},
+		{Key: "duration", Value: took.Round(time.Second).String()},
+		{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", res.Usage.In, res.Usage.Out)},
+		{Key: "cost", Value: fmt.Sprintf("$%.4f", res.CostUSD)},
+	}}
+	if note != "" {
+		entry.Fields = append(entry.Fields, mdstate.Field{Key: "note", Value: note})
+	}
+	if rep.Summary != "" {
+		entry.Fields = append(entry.Fields, mdstate.Field{Key: "summary", Value: rep.Summary})
+	}
+	if len(rep.Decisions) > 0 {
+		entry.Fields = append(entry.Fields, mdstate.Field{Key: "decisions", List: rep.Decisions})
+	}
+	if err := c.p.AppendProgress(entry); err != nil {
+		return false, err
+	}
+	c.emit(Event{Kind: EventStateWritten, File: mdstate.ProgressFile})
+	c.emit(Event{Kind: EventIterationDone, Iteration: s.Iteration, Task: id, Title: title, Outcome: outcome, Reason: note,
+		TokensIn: res.Usage.In, TokensOut: res.Usage.Out, CostUSD: res.CostUSD})
+	return outcome == "done", nil
+}
+
+// prompt builds the child's prompt: the context block, queued guidance,
+// and the reporting protocol.
+func (c *Coordinator) prompt(ctx context.Context, id string) (string, error) {
+	r, err := BuildReport(ctx, c.opts.Root, ReportOptions{})
+	if err != nil {
+		return "", err
+	}
+	text, _ := r.Prompt(PromptOptions{Task: id})
+	var b strings.Builder
+	b.WriteString(text)
+	c.mu.Lock()
+	queued := c.queued
+	c.queued = nil
+	c.mu.Unlock()
+	if len(queued) > 0 {
+		b.WriteString("\n## Guidance from the user\n\n")
+		for _, q := range queued {
+			b.WriteString("- " + oneLineText(q) + "\n")
+		}
+	}
+	b.WriteString("\n" + Protocol)
+	return b.String(), nil
+}
+
+// writeReport files the agent's learnings and to-dos.
+func (c *Coordinator) writeReport(rep AgentReport) error {
+	for _, l := range rep.Learnings {
+		// Agents repeat what they were told: a learning AGENT.md already
+		// has is not added again.
+		if a, err := c.p.LoadAgent(); err == nil && hasLearning(a, l) {
+			continue
+		}
+		if err := c.p.Learn(l); err != nil {
+			return err
+		}
+		c.emit(Event{Kind: EventStateWritten, File: mdstate.AgentFile})
+	}
+	if len(rep.Todos) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(c.p.Path(mdstate.TodoFile)); errors.Is(err, os.ErrNotExist) {
+		if err := mdstate.WriteFileAtomic(c.p.Path(mdstate.TodoFile), []byte(mdstate.Templates[mdstate.TodoFile]), 0o644); err != nil {
+			return err
+		}
+	}
+	_, err := c.p.UpdateChecklist(mdstate.TodoKind, func(e *mdstate.ChecklistEdit) error {
+		for _, t := range rep.Todos {
+			if _, err := e.Add(t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		c.emit(Event{Kind: EventStateWritten, File: mdstate.TodoFile})
+	}
+	return err
+}
+
+func failureNote(res agent.Result) string {
+	switch res.ErrorKind {
+	case "no_output":
+		return "the agent printed nothing for too long and was stopped"
+	case "timeout":
+		return "the agent ran past the iteration timeout and was stopped"
+	case "rate_limit":
+		return fmt.Sprintf("usage or rate limit (HTTP %d): %s", res.APIStatus, res.ErrorText)
+	case "crashed":
+		return fmt.Sprintf("the agent crashed (exit code %d): %s", res.ExitCode, res.ErrorText)
+	}
+	if res.ErrorText != "" {
+		return "the agent reported an error: " + res.ErrorText
+	}
+	return "the agent reported an error (" + res.ErrorKind + ")"
+}
+
+func agentLabel(name, model string) string {
+	if model == "" {
+		return name
+	}
+	return name + " (" + model + ")"
+}
+
+func hasLearning(a *mdstate.Agent, text string) bool {
+	for _, l := range a.Learnings {
+		if strings.EqualFold(oneLineText(l.Text), oneLineText(text)) {
+			return true
+		}
+	}
+	return false
+}
