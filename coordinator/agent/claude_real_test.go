@@ -2,19 +2,14 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
@@ -38,141 +33,16 @@ func realClaude(t *testing.T) string {
 }
 
 const (
-	realToolID = "toolu_ralph_01"
-	realModel  = "claude-sonnet-4-5"
-	realFinal  = "Wrote the file.\n<promise>COMPLETE</promise>"
+	realModel = "claude-sonnet-4-5"
+	realFinal = agenttest.FakeFinal
 )
 
-// apiCall is what the fake API saw of one request.
-type apiCall struct {
-	Method, Path   string
-	Model          string
-	Stream         bool
-	Prompt         bool   // the first user message holds the task's prompt
-	ToolResultFor  string // tool_use_id of a tool_result in the last user message
-	ToolResultText string
-}
-
-// fakeAPI is a minimal Anthropic Messages API: it streams a Write tool
-// call, then, given the tool's result, a final text; or answers 429.
-type fakeAPI struct {
-	target    string // the file the tool call writes
-	prompt    string // a piece of the task's prompt to look for
-	rateLimit bool
-
-	mu    sync.Mutex
-	calls []apiCall
-}
-
-func (f *fakeAPI) seen() []apiCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]apiCall(nil), f.calls...)
-}
-
-func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	call := apiCall{Method: r.Method, Path: r.URL.Path}
-	defer func() {
-		f.mu.Lock()
-		f.calls = append(f.calls, call)
-		f.mu.Unlock()
-	}()
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-		http.NotFound(w, r) // the CLI's HEAD / probe, and anything unexpected
-		return
+// writeRoute makes the fake API write content to target when the prompt
+// holds want.
+func writeRoute(want, target, content string) func(string) (string, string, bool) {
+	return func(text string) (string, string, bool) {
+		return target, content, strings.Contains(text, want)
 	}
-	var body struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	call.Model, call.Stream = body.Model, body.Stream
-	for i, m := range body.Messages {
-		if m.Role != "user" {
-			continue
-		}
-		if !call.Prompt && strings.Contains(string(m.Content), f.prompt) {
-			call.Prompt = true
-		}
-		var blocks []contentBlock
-		if i == len(body.Messages)-1 && json.Unmarshal(m.Content, &blocks) == nil {
-			for _, b := range blocks {
-				if b.Type == "tool_result" {
-					call.ToolResultFor, call.ToolResultText = b.ToolUseID, toolResultText(b.Content)
-				}
-			}
-		}
-	}
-	if f.rateLimit {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusTooManyRequests)
-		io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	n := len(f.seen()) + 1
-	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": fmt.Sprintf("msg_ralph_%d", n), "type": "message", "role": "assistant", "model": body.Model,
-		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 120, "output_tokens": 1},
-	}})
-	sse(w, "ping", map[string]any{"type": "ping"})
-	if call.ToolResultFor == "" {
-		input, _ := json.Marshal(map[string]string{"file_path": f.target, "content": "hello from claude\n"})
-		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "tool_use", "id": realToolID, "name": "Write", "input": map[string]any{}}})
-		// The input arrives in pieces, as from the real API.
-		half := len(input) / 2
-		for _, part := range []string{string(input[:half]), string(input[half:])} {
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-				"delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
-		}
-		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-		sse(w, "message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 25}})
-	} else {
-		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "text", "text": ""}})
-		for _, part := range []string{"Wrote the file.\n", "<promise>COMPLETE</promise>"} {
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-				"delta": map[string]any{"type": "text_delta", "text": part}})
-		}
-		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-		sse(w, "message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 12}})
-	}
-	sse(w, "message_stop", map[string]any{"type": "message_stop"})
-}
-
-func sse(w http.ResponseWriter, event string, data any) {
-	b, _ := json.Marshal(data)
-	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
-}
-
-// startFakeAPI serves api on 127.0.0.1 until the test ends.
-func startFakeAPI(t *testing.T, api *fakeAPI) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(api)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 // realRequest is a run of the real CLI in a fresh project and HOME, with
@@ -190,16 +60,7 @@ func realRequest(t *testing.T, baseURL string) Request {
 		Prompt: "Create hello.txt saying hello, then say <promise>COMPLETE</promise>.",
 		Dir:    project,
 		Model:  realModel,
-		Env: []string{
-			"HOME=" + home,
-			"ANTHROPIC_BASE_URL=" + baseURL,
-			"ANTHROPIC_API_KEY=test",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-			"DISABLE_AUTOUPDATER=1",
-			"CLAUDE_CODE_MAX_RETRIES=0",
-			"IS_SANDBOX=1",
-			"PATH=" + os.Getenv("PATH"),
-		},
+		Env:    agenttest.FakeAPIEnv(home, baseURL, os.Getenv("PATH")),
 		NoOutputTimeout: 30 * time.Second,
 		Timeout:         60 * time.Second,
 		Grace:           2 * time.Second,
@@ -208,9 +69,9 @@ func realRequest(t *testing.T, baseURL string) Request {
 
 // checkCalls checks that the API saw the POSTs want and nothing else but
 // an optional HEAD / probe.
-func checkCalls(t *testing.T, calls []apiCall, posts int) []apiCall {
+func checkCalls(t *testing.T, calls []agenttest.APICall, posts int, prompt string) []agenttest.APICall {
 	t.Helper()
-	var got []apiCall
+	var got []agenttest.APICall
 	for _, c := range calls {
 		switch {
 		case c.Method == http.MethodPost && c.Path == "/v1/messages":
@@ -224,7 +85,7 @@ func checkCalls(t *testing.T, calls []apiCall, posts int) []apiCall {
 		t.Fatalf("the API got %d POST /v1/messages, want %d: %+v", len(got), posts, calls)
 	}
 	for _, c := range got {
-		if c.Model != realModel || !c.Stream || !c.Prompt {
+		if c.Model != realModel || !c.Stream || !strings.Contains(c.UserText, prompt) {
 			t.Errorf("request %+v: want model %s, streaming, with the prompt", c, realModel)
 		}
 	}
@@ -237,9 +98,10 @@ func TestRealClaude(t *testing.T) {
 	defer cancel()
 
 	t.Run("tool turn", func(t *testing.T) {
-		api := &fakeAPI{prompt: "Create hello.txt saying hello"}
-		req := realRequest(t, startFakeAPI(t, api))
-		api.target = filepath.Join(req.Dir, "hello.txt")
+		api := &agenttest.FakeAPI{}
+		req := realRequest(t, api.Start(t))
+		target := filepath.Join(req.Dir, "hello.txt")
+		api.Route = writeRoute("Create hello.txt saying hello", target, "hello from claude\n")
 		var raw syncBuffer
 		req.RawLog = &raw
 		ev := &events{t: t}
@@ -251,7 +113,7 @@ func TestRealClaude(t *testing.T) {
 		if res.IsError || res.ErrorKind != "" || res.ExitCode != 0 {
 			t.Fatalf("got %+v\nraw output:\n%s", res, raw.String())
 		}
-		data, err := os.ReadFile(api.target)
+		data, err := os.ReadFile(target)
 		if err != nil || string(data) != "hello from claude\n" {
 			t.Fatalf("the CLI did not write the file: %q, %v", data, err)
 		}
@@ -261,10 +123,9 @@ func TestRealClaude(t *testing.T) {
 		if res.SessionID == "" || res.Usage.In <= 0 || res.Usage.Out <= 0 || res.NumTurns < 1 {
 			t.Errorf("session %q, usage %+v, turns %d", res.SessionID, res.Usage, res.NumTurns)
 		}
-		t.Logf("API calls: %+v", api.seen())
-		posts := checkCalls(t, api.seen(), 2)
-		if posts[0].ToolResultFor != "" || posts[1].ToolResultFor != realToolID {
-			t.Errorf("tool results sent: %q then %q; want none, then %s", posts[0].ToolResultFor, posts[1].ToolResultFor, realToolID)
+		posts := checkCalls(t, api.Calls(), 2, "Create hello.txt saying hello")
+		if posts[0].ToolResultFor != "" || posts[1].ToolResultFor != agenttest.FakeToolID {
+			t.Errorf("tool results sent: %q then %q; want none, then %s", posts[0].ToolResultFor, posts[1].ToolResultFor, agenttest.FakeToolID)
 		}
 		var tool bool
 		for _, e := range ev.list {
@@ -277,8 +138,8 @@ func TestRealClaude(t *testing.T) {
 	})
 
 	t.Run("rate limit", func(t *testing.T) {
-		api := &fakeAPI{prompt: "Create hello.txt saying hello", rateLimit: true}
-		req := realRequest(t, startFakeAPI(t, api))
+		api := &agenttest.FakeAPI{RateLimit: true}
+		req := realRequest(t, api.Start(t))
 		res, err := Claude(bin).Run(ctx, req, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -287,7 +148,7 @@ func TestRealClaude(t *testing.T) {
 		if !res.IsError || res.ErrorKind != KindRateLimit || res.APIStatus != 429 || res.Final != "" {
 			t.Fatalf("got %+v", res)
 		}
-		checkCalls(t, api.seen(), 1)
+		checkCalls(t, api.Calls(), 1, "Create hello.txt saying hello")
 		assertGone(t, res.PID, res.PID)
 	})
 }

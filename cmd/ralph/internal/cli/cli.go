@@ -197,8 +197,17 @@ knows in five markdown files in the project root that you can read and edit:
   RALPH_TODO.md       to-dos and next steps
 
 Start with 'ralph init', add tasks with 'ralph task add' (or by writing
-"- [ ] what to do" in RALPH_TASKS.md), and see where things stand with
-'ralph status'.`,
+"- [ ] what to do" in RALPH_TASKS.md), see where things stand with
+'ralph status', and let agents work through the tasks with 'ralph run'.
+
+One-shot: ralph "fix the typo in the README" gives one task (two words or
+more, quoted or not) to one agent, with a minimal context and no loop, and
+prints the result; --json for scripts. It works beside a running session.
+'ralph demo' shows the whole cycle with a scripted agent, no AI needed.`,
+		Example: `  ralph init
+  ralph task add "Write the docs"
+  ralph run --max-iterations 5
+  ralph "rename the config flag to --root" --json`,
 		Version:       version(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -220,9 +229,11 @@ Start with 'ralph init', add tasks with 'ralph task add' (or by writing
 		NewCmdHistory(f),
 		NewCmdRestore(f),
 		NewCmdRun(f),
+		NewCmdDemo(f),
 	)
 	cmd.InitDefaultCompletionCmd()
 	group(cmd)
+	addOneShot(f, cmd)
 	for _, c := range cmd.Commands() {
 		if c.Name() == "completion" {
 			group(c)
@@ -317,3 +328,13 @@ func EnvFromOS() (Env, error) {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// nowFunc is the clock commands hand to the coordinator: RALPH_NOW when
+// set, for reproducible output.
+func (f *Factory) nowFunc() func() time.Time {
+	if f.Env.Now.IsZero() {
+		return time.Now
+	}
+	now := f.Env.Now
+	return func() time.Time { return now }
+}

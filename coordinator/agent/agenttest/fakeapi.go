@@ -1,0 +1,221 @@
+package agenttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// FakeAPI is a minimal Anthropic Messages API for the real Claude Code CLI
+// (ANTHROPIC_BASE_URL pointed at it): to a conversation without a tool
+// result it streams one Write tool call, chosen by Route from what the user
+// messages say; once the tool's result comes back it streams FakeFinal. With
+// RateLimit it answers every request with a 429.
+type FakeAPI struct {
+	// Route chooses the file the Write call creates, from the text of the
+	// request's user messages (the prompt, then any tool results). ok false
+	// answers with FakeFinal at once, writing nothing.
+	Route     func(userText string) (path, content string, ok bool)
+	RateLimit bool
+
+	mu    sync.Mutex
+	calls []APICall
+}
+
+// APICall is what the fake API saw of one request.
+type APICall struct {
+	Method, Path   string
+	Model          string
+	Stream         bool
+	UserText       string // the text of every user message, in order
+	ToolResultFor  string // tool_use_id of a tool_result in the last user message
+	ToolResultText string
+}
+
+// The tool call's id and the final text of the fake's conversations.
+const (
+	FakeToolID = "toolu_ralph_01"
+	FakeFinal  = "Wrote the file.\n<promise>COMPLETE</promise>"
+)
+
+// Calls returns the requests seen so far.
+func (f *FakeAPI) Calls() []APICall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]APICall(nil), f.calls...)
+}
+
+// Posts returns the POST /v1/messages requests seen so far.
+func (f *FakeAPI) Posts() []APICall {
+	var posts []APICall
+	for _, c := range f.Calls() {
+		if c.Method == http.MethodPost && c.Path == "/v1/messages" {
+			posts = append(posts, c)
+		}
+	}
+	return posts
+}
+
+type apiBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+}
+
+// blocksText flattens message content: a string, or blocks whose text (and
+// tool results' text) is kept.
+func blocksText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []apiBlock
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "tool_result":
+			parts = append(parts, blocksText(b.Content))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	call := APICall{Method: r.Method, Path: r.URL.Path}
+	n := 0
+	defer func() {
+		f.mu.Lock()
+		f.calls = append(f.calls, call)
+		f.mu.Unlock()
+	}()
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		http.NotFound(w, r) // the CLI's HEAD / probe, and anything unexpected
+		return
+	}
+	var body struct {
+		Model    string `json:"model"`
+		Stream   bool   `json:"stream"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	call.Model, call.Stream = body.Model, body.Stream
+	var text []string
+	for i, m := range body.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		text = append(text, blocksText(m.Content))
+		var blocks []apiBlock
+		if i == len(body.Messages)-1 && json.Unmarshal(m.Content, &blocks) == nil {
+			for _, b := range blocks {
+				if b.Type == "tool_result" {
+					call.ToolResultFor, call.ToolResultText = b.ToolUseID, blocksText(b.Content)
+				}
+			}
+		}
+	}
+	call.UserText = strings.Join(text, "\n")
+	if f.RateLimit {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`)
+		return
+	}
+	f.mu.Lock()
+	n = len(f.calls) + 1
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": fmt.Sprintf("msg_ralph_%d", n), "type": "message", "role": "assistant", "model": body.Model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 120, "output_tokens": 1},
+	}})
+	sse(w, "ping", map[string]any{"type": "ping"})
+	path, content, ok := "", "", false
+	if call.ToolResultFor == "" && f.Route != nil {
+		path, content, ok = f.Route(call.UserText)
+	}
+	if ok {
+		input, _ := json.Marshal(map[string]string{"file_path": path, "content": content})
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "tool_use", "id": FakeToolID, "name": "Write", "input": map[string]any{}}})
+		// The input arrives in pieces, as from the real API.
+		half := len(input) / 2
+		for _, part := range []string{string(input[:half]), string(input[half:])} {
+			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+				"delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+		}
+		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		sse(w, "message_delta", map[string]any{"type": "message_delta",
+			"delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 25}})
+	} else {
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "text", "text": ""}})
+		for _, part := range []string{"Wrote the file.\n", "<promise>COMPLETE</promise>"} {
+			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+				"delta": map[string]any{"type": "text_delta", "text": part}})
+		}
+		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		sse(w, "message_delta", map[string]any{"type": "message_delta",
+			"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 12}})
+	}
+	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+}
+
+func sse(w http.ResponseWriter, event string, data any) {
+	b, _ := json.Marshal(data)
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// Start serves f on 127.0.0.1 (never another interface) until the test
+// ends, and returns its base URL.
+func (f *FakeAPI) Start(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(f)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// FakeAPIEnv is the environment for a real CLI that may talk to the fake
+// API at baseURL only, with HOME (its settings and sessions) at home.
+func FakeAPIEnv(home, baseURL, path string) []string {
+	return []string{
+		"HOME=" + home,
+		"ANTHROPIC_BASE_URL=" + baseURL,
+		"ANTHROPIC_API_KEY=test",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_MAX_RETRIES=0",
+		"IS_SANDBOX=1",
+		"PATH=" + path,
+	}
+}
