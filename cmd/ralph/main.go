@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ralph-dev/ralph/cmd/ralph/internal/cli"
 )
 
@@ -31,6 +33,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "ralph: %v\n", err)
 		return cli.ExitFailure
 	}
-	streams := cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	_, ttyErr := unix.IoctlGetTermios(int(os.Stderr.Fd()), unix.TCGETS)
+	streams := cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrTTY: ttyErr == nil}
 	return cli.Main(ctx, os.Args[1:], streams, env)
 }

@@ -41,6 +41,9 @@ type IOStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	// ErrTTY is true when ErrOut is a terminal: live displays redraw a
+	// status line there, and print plain lines anywhere else.
+	ErrTTY bool
 }
 
 // Env is what ralph takes from its environment, read once in Main.

@@ -52,10 +52,7 @@ empty. Afterwards, look at the files in DIR or run 'ralph -C DIR status'.`,
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				show := newRunDisplay(f, asJSON)
-				for ev := range co.Events() {
-					show(ev)
-				}
+				newRunDisplay(f, asJSON).follow(co.Events())
 			}()
 			out, err := co.Run(cmd.Context())
 			<-done

@@ -113,10 +113,7 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				show := newRunDisplay(f, o.JSON)
-				for ev := range co.Events() {
-					show(ev)
-				}
+				newRunDisplay(f, o.JSON).follow(co.Events())
 			}()
 			out, err := co.Run(cmd.Context())
 			<-done
@@ -151,34 +148,103 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 	return cmd
 }
 
-// newRunDisplay returns the function that shows one event: JSON lines on
-// stdout, or a readable account on stderr.
-func newRunDisplay(f *Factory, asJSON bool) func(coordinator.Event) {
+// runDisplay shows a run's events. It is the only writer to the terminal
+// while a run lasts: the event loop calls show for each event and tick
+// every second, never both at once.
+type runDisplay struct {
+	f      *Factory
+	json   *json.Encoder
+	tty    bool
+	status string // the status line currently drawn, "" when none
+	task   string
+	tool   string
+	tokens int64
+	since  time.Time
+}
+
+func newRunDisplay(f *Factory, asJSON bool) *runDisplay {
+	d := &runDisplay{f: f, tty: f.IO.ErrTTY && !asJSON}
 	if asJSON {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetEscapeHTML(false)
-		return func(ev coordinator.Event) { _ = enc.Encode(ev) }
+		d.json = json.NewEncoder(f.IO.Out)
+		d.json.SetEscapeHTML(false)
 	}
-	w := f.IO.ErrOut
-	return func(ev coordinator.Event) {
-		switch ev.Kind {
-		case coordinator.EventTaskStarted:
-			fmt.Fprintf(w, "▶ %s: %s (iteration %d)\n", ev.Task, ev.Title, ev.Iteration)
-		case coordinator.EventAgentText:
-			for _, l := range strings.Split(strings.TrimRight(ev.Text, "\n"), "\n") {
-				fmt.Fprintf(w, "  │ %s\n", l)
+	return d
+}
+
+// follow shows every event until the stream closes, redrawing the status
+// line each second on a terminal.
+func (d *runDisplay) follow(events <-chan coordinator.Event) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				d.clear()
+				return
 			}
-		case coordinator.EventToolUse:
-			fmt.Fprintf(w, "  ⚙ %s\n", ev.Tool)
-		case coordinator.EventIterationDone:
-			line := fmt.Sprintf("  %s %s: %s", map[string]string{"done": "✓", "blocked": "!", "interrupted": "■"}[ev.Outcome], ev.Task, ev.Outcome)
-			if strings.HasPrefix(line, "   ") {
-				line = "  ✗" + line[3:]
-			}
-			if ev.Reason != "" {
-				line += " (" + ev.Reason + ")"
-			}
-			fmt.Fprintf(w, "%s · %d in, %d out tokens\n", line, ev.TokensIn, ev.TokensOut)
+			d.show(ev)
+		case <-tick.C:
+			d.draw()
 		}
 	}
+}
+
+// clear erases the status line so that a normal line can be printed.
+func (d *runDisplay) clear() {
+	if d.status != "" {
+		fmt.Fprint(d.f.IO.ErrOut, "\r\033[K")
+		d.status = ""
+	}
+}
+
+// draw redraws the status line: task, elapsed time, current tool, tokens.
+func (d *runDisplay) draw() {
+	if !d.tty || d.task == "" {
+		return
+	}
+	line := fmt.Sprintf("… %s · %s", d.task, time.Since(d.since).Round(time.Second))
+	if d.tool != "" {
+		line += " · " + d.tool
+	}
+	if d.tokens > 0 {
+		line += fmt.Sprintf(" · %d tokens", d.tokens)
+	}
+	fmt.Fprint(d.f.IO.ErrOut, "\r\033[K"+line)
+	d.status = line
+}
+
+func (d *runDisplay) show(ev coordinator.Event) {
+	if d.json != nil {
+		_ = d.json.Encode(ev)
+		return
+	}
+	w := d.f.IO.ErrOut
+	d.clear()
+	switch ev.Kind {
+	case coordinator.EventTaskStarted:
+		d.task, d.tool, d.tokens, d.since = ev.Task, "", 0, time.Now()
+		fmt.Fprintf(w, "▶ %s: %s (iteration %d)\n", ev.Task, ev.Title, ev.Iteration)
+	case coordinator.EventAgentText:
+		for _, l := range strings.Split(strings.TrimRight(ev.Text, "\n"), "\n") {
+			fmt.Fprintf(w, "  │ %s\n", l)
+		}
+	case coordinator.EventToolUse:
+		d.tool = ev.Tool
+		fmt.Fprintf(w, "  ⚙ %s\n", ev.Tool)
+	case coordinator.EventUsage:
+		d.tokens = ev.TokensIn + ev.TokensOut
+	case coordinator.EventIterationDone:
+		d.task = ""
+		mark := map[string]string{"done": "✓", "blocked": "!", "interrupted": "■"}[ev.Outcome]
+		if mark == "" {
+			mark = "✗"
+		}
+		line := fmt.Sprintf("  %s %s: %s", mark, ev.Task, ev.Outcome)
+		if ev.Reason != "" {
+			line += " (" + ev.Reason + ")"
+		}
+		fmt.Fprintf(w, "%s · %d in, %d out tokens\n", line, ev.TokensIn, ev.TokensOut)
+	}
+	d.draw()
 }
