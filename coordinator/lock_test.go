@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
@@ -24,6 +25,11 @@ import (
 const holdLockEnv = "RALPH_TEST_HOLD_LOCK"
 
 func TestMain(m *testing.M) {
+	// With RALPH_FAKE_CLAUDE=1 the test binary is a fake claude, for the
+	// loop's tests through the real claude backend (claude_loop_test.go).
+	if os.Getenv("RALPH_FAKE_CLAUDE") == "1" {
+		os.Exit(agenttest.FakeClaudeMain())
+	}
 	if dir := os.Getenv(holdLockEnv); dir != "" {
 		os.Exit(holdLock(dir))
 	}

@@ -212,9 +212,10 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 		c.emit(Event{Kind: EventStopped, Reason: string(out.Reason), Text: out.Detail})
 	}()
 	for {
-		if r, detail := c.limitReached(); r != "" {
-			return Outcome{Reason: r, Detail: detail, TasksDone: out.TasksDone}, nil
-		}
+		// An interrupt is checked first: a Ctrl-C during the last allowed
+		// iteration is still an interrupt (exit 130, session paused), not
+		// a limit. A limit stops only a run that has a task left to start:
+		// finishing the last task in the last allowed iteration is all done.
 		if ctx.Err() != nil {
 			return Outcome{Reason: StopInterrupted, Detail: "stopped", TasksDone: out.TasksDone}, nil
 		}
@@ -230,6 +231,9 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 			stop.TasksDone = out.TasksDone
 			return *stop, nil
 		}
+		if r, detail := c.limitReached(); r != "" {
+			return Outcome{Reason: r, Detail: detail, TasksDone: out.TasksDone}, nil
+		}
 		done, err := c.iterate(ctx, task)
 		if err != nil {
 			return out, err
@@ -238,6 +242,16 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 			out.TasksDone++
 		}
 		if c.opts.TaskID != "" {
+			switch {
+			case ctx.Err() != nil:
+				// Reported as an interrupt at the top of the loop: exit
+				// 130, not "all done".
+				continue
+			case !done:
+				// Exit 0 means the work is done: a failed or blocked
+				// --task run is not.
+				return Outcome{Reason: StopNoneReady, Detail: c.opts.TaskID + " was not completed", TasksDone: out.TasksDone}, nil
+			}
 			return Outcome{Reason: StopAllDone, Detail: "ran " + c.opts.TaskID, TasksDone: out.TasksDone}, nil
 		}
 	}
@@ -362,6 +376,9 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 			note += " (exit code 0 is not completion)"
 		}
 	}
+	// A note is one line in the files; the event's reason must be too (a
+	// crashed child's stderr tail has several).
+	note = oneLineText(note)
 	attempts := task.Attempts
 	if outcome == "failed" {
 		attempts++

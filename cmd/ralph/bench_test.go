@@ -19,7 +19,7 @@ import (
 
 // buildRalph builds the real binary once per benchmark: measuring the test
 // binary would measure testscript's start-up too.
-func buildRalph(b *testing.B) string {
+func buildRalph(b testing.TB) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "ralph")
 	res, err := proc.Run(context.Background(), proc.Cmd{Name: "go", Args: []string{"build", "-o", bin, "."}})

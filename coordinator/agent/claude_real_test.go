@@ -57,10 +57,10 @@ func realRequest(t *testing.T, baseURL string) Request {
 		}
 	}
 	return Request{
-		Prompt: "Create hello.txt saying hello, then say <promise>COMPLETE</promise>.",
-		Dir:    project,
-		Model:  realModel,
-		Env:    agenttest.FakeAPIEnv(home, baseURL, os.Getenv("PATH")),
+		Prompt:          "Create hello.txt saying hello, then say <promise>COMPLETE</promise>.",
+		Dir:             project,
+		Model:           realModel,
+		Env:             agenttest.FakeAPIEnv(home, baseURL, os.Getenv("PATH")),
 		NoOutputTimeout: 30 * time.Second,
 		Timeout:         60 * time.Second,
 		Grace:           2 * time.Second,

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
+	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// realClaudeBin finds the real Claude Code CLI: RALPH_CLAUDE_BIN, else
+// claude on PATH, leaving out the folder where TestMain's fake claude
+// lives. The test is skipped only when neither is there.
+func realClaudeBin(t *testing.T) (bin, pathWithoutFake string) {
+	t.Helper()
+	var dirs []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		// testscript's folder of this binary's copies holds ralph-holdlock.
+		if _, err := os.Stat(filepath.Join(d, "ralph-holdlock")); err == nil {
+			continue
+		}
+		dirs = append(dirs, d)
+	}
+	path := strings.Join(dirs, string(filepath.ListSeparator))
+	if p := os.Getenv("RALPH_CLAUDE_BIN"); p != "" {
+		return p, path
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "claude")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, path
+		}
+	}
+	t.Skip("Claude Code CLI not found: set RALPH_CLAUDE_BIN or put claude on PATH (.ci/run installs it)")
+	return "", ""
+}
+
+var currentTaskRe = regexp.MustCompile(`## Current task\s+(T\d+):`)
+
+// TestRealClaudeLoop runs the real ralph binary, `ralph run --agent
+// claude`, over two tasks with the real Claude Code CLI against a fake
+// Messages API on loopback. For each task the API has the CLI write that
+// task's file with its own Write tool, then answer COMPLETE; it tells the
+// tasks apart by the current task named in the prompt.
+func TestRealClaudeLoop(t *testing.T) {
+	claude, path := realClaudeBin(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+
+	tmp := t.TempDir()
+	project, home, bin := filepath.Join(tmp, "project"), filepath.Join(tmp, "home"), filepath.Join(tmp, "bin")
+	for _, d := range []string{project, home, bin} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// `ralph run --agent claude` finds claude on PATH: the real one.
+	if err := os.Symlink(claude, filepath.Join(bin, "claude")); err != nil {
+		t.Fatal(err)
+	}
+	tasks := "# Tasks\n\n- [ ] T1: Write one.txt\n- [ ] T2: Write two.txt\n  - after: T1\n"
+	if err := os.WriteFile(filepath.Join(project, mdstate.TasksFile), []byte(tasks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"T1": "one.txt", "T2": "two.txt"}
+	api := &agenttest.FakeAPI{Route: func(text string) (string, string, bool) {
+		m := currentTaskRe.FindStringSubmatch(text)
+		if m == nil || files[m[1]] == "" {
+			return "", "", false
+		}
+		return filepath.Join(project, files[m[1]]), "written for " + m[1] + "\n", true
+	}}
+	url := api.Start(t)
+
+	ralph := buildRalph(t)
+	env := agenttest.FakeAPIEnv(home, url, bin+string(filepath.ListSeparator)+path)
+	res, err := proc.Run(ctx, proc.Cmd{Name: ralph, Args: []string{"run", "--agent", "claude", "--model", "claude-sonnet-4-5"},
+		Dir: project, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ralph run with the real claude: exit %d in %s\nstdout: %s\nstderr: %s", res.ExitCode, res.Wall.Round(time.Millisecond), res.Stdout, res.Stderr)
+	if res.ExitCode != 0 {
+		t.Fatalf("ralph run exited %d", res.ExitCode)
+	}
+	for id, name := range files {
+		data, err := os.ReadFile(filepath.Join(project, name))
+		if err != nil || string(data) != "written for "+id+"\n" {
+			t.Errorf("%s: %q, %v", name, data, err)
+		}
+	}
+	posts := api.Posts()
+	if len(posts) != 4 {
+		t.Errorf("the API got %d POSTs, want 4 (a tool call and a final answer per task)", len(posts))
+	}
+	for _, c := range posts {
+		if c.Model != "claude-sonnet-4-5" {
+			t.Errorf("a request for model %q", c.Model)
+		}
+	}
+
+	p := mdstate.Open(project)
+	cl, err := p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"T1", "T2"} {
+		if it := cl.Find(id); it == nil || it.Status != mdstate.Done {
+			t.Errorf("%s is not done:\n%s", id, cl.Source())
+		}
+	}
+	s, _ := cl.Session()
+	if s == nil || s.Status != "ended" || s.Reason != "all_done" || s.Iteration != 2 || s.TokensIn <= 0 || s.TokensOut <= 0 {
+		t.Errorf("session %+v", s)
+	}
+	log, err := p.ReadProgress(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log.Entries != 2 {
+		t.Fatalf("%d progress entries, want 2", log.Entries)
+	}
+	for i, e := range log.Recent {
+		if e.Get("outcome") != "done" || !strings.HasPrefix(e.Title, []string{"T1", "T2"}[i]+":") || e.Get("tokens") == "0 in, 0 out" {
+			t.Errorf("entry %d: %+v", i+1, e)
+		}
+	}
+}

@@ -1,0 +1,473 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// fakeAgent is an instant in-process agent: each call's result comes from
+// reply (default: COMPLETE with a little usage), and it keeps every prompt
+// it was given.
+type fakeAgent struct {
+	mu      sync.Mutex
+	prompts []string
+	// before runs at the start of call n (1-based), before the reply.
+	before func(n int)
+	reply  func(n int) agent.Result
+}
+
+func (a *fakeAgent) Name() string { return "fake" }
+
+func (a *fakeAgent) Run(ctx context.Context, req agent.Request, onEvent func(agent.Event)) (agent.Result, error) {
+	a.mu.Lock()
+	a.prompts = append(a.prompts, req.Prompt)
+	n := len(a.prompts)
+	a.mu.Unlock()
+	if a.before != nil {
+		a.before(n)
+	}
+	res := agent.Result{Final: "Done.\n<promise>COMPLETE</promise>", Usage: agent.Usage{In: 100, Out: 10}, CostUSD: 0.01}
+	if a.reply != nil {
+		res = a.reply(n)
+	}
+	if onEvent != nil {
+		onEvent(agent.Event{Kind: agent.EventText, Text: "working"})
+		onEvent(agent.Event{Kind: agent.EventResult, Usage: res.Usage, CostUSD: res.CostUSD, Text: res.Final})
+	}
+	return res, nil
+}
+
+func (a *fakeAgent) prompt(n int) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n > len(a.prompts) {
+		return ""
+	}
+	return a.prompts[n-1]
+}
+
+func (a *fakeAgent) calls() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.prompts)
+}
+
+// tasksMD is a tasks file of n independent pending tasks T1…Tn.
+func tasksMD(n int) string {
+	var b strings.Builder
+	b.WriteString("# Tasks\n\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "- [ ] T%d: Task number %d\n", i, i)
+	}
+	return b.String()
+}
+
+func newCoordinator(t testing.TB, opts Options) *Coordinator {
+	t.Helper()
+	if opts.Command == "" {
+		opts.Command = "test"
+	}
+	co, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(co.Close)
+	return co
+}
+
+// runAll runs co to its end and returns the outcome and every event.
+func runAll(t testing.TB, ctx context.Context, co *Coordinator) (Outcome, []Event) {
+	t.Helper()
+	var evs []Event
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range co.Events() {
+			evs = append(evs, e)
+		}
+	}()
+	out, err := co.Run(ctx)
+	<-done
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return out, evs
+}
+
+// loadState parses the tasks file and the progress log, failing on any
+// error or warning, and returns the tasks, the session and the log.
+func loadState(t testing.TB, dir string) (*mdstate.Checklist, *mdstate.Session, *mdstate.Log) {
+	t.Helper()
+	p := mdstate.Open(dir)
+	tasks, err := p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		t.Fatalf("RALPH_TASKS.md: %v", err)
+	}
+	s, warns := tasks.Session()
+	if len(tasks.Warnings)+len(warns) > 0 {
+		t.Errorf("RALPH_TASKS.md warnings: %v %v", tasks.Warnings, warns)
+	}
+	if s == nil {
+		t.Fatalf("RALPH_TASKS.md has no session block:\n%s", tasks.Source())
+	}
+	log, err := p.ReadProgress(1000)
+	if err != nil {
+		t.Fatalf("RALPH_PROGRESS.md: %v", err)
+	}
+	if len(log.Warnings) > 0 {
+		t.Errorf("RALPH_PROGRESS.md warnings: %v", log.Warnings)
+	}
+	return tasks, s, log
+}
+
+func status(t testing.TB, tasks *mdstate.Checklist, id string) mdstate.Status {
+	t.Helper()
+	it := tasks.Find(id)
+	if it == nil {
+		t.Fatalf("no task %s", id)
+	}
+	return it.Status
+}
+
+// TestRunEventsInOrder: the events a front end sees for a two-task run,
+// streaming detail left out.
+func TestRunEventsInOrder(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	out, evs := runAll(t, t.Context(), co)
+	if out.Reason != StopAllDone || out.Iterations != 2 || out.TasksDone != 2 {
+		t.Fatalf("outcome %+v", out)
+	}
+	var got []string
+	for _, e := range evs {
+		switch e.Kind {
+		case EventAgentText, EventToolUse, EventUsage:
+			continue
+		case EventStateWritten:
+			got = append(got, string(e.Kind)+" "+e.File)
+		case EventStopped:
+			got = append(got, string(e.Kind)+" "+e.Reason)
+		default:
+			got = append(got, string(e.Kind)+" "+e.Task)
+		}
+	}
+	iteration := func(id string) []string {
+		return []string{"state_written RALPH_TASKS.md", "task_started " + id, "state_written RALPH_TASKS.md",
+			"state_written RALPH_PROGRESS.md", "iteration_done " + id}
+	}
+	want := []string{"state_written RALPH_TASKS.md"}
+	want = append(want, iteration("T1")...)
+	want = append(want, iteration("T2")...)
+	want = append(want, "state_written RALPH_TASKS.md", "stopped all_done")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, e := range evs {
+		if e.Kind == EventIterationDone && (e.Outcome != "done" || e.TokensIn != 100 || e.TokensOut != 10 || e.CostUSD != 0.01) {
+			t.Errorf("iteration_done %+v", e)
+		}
+	}
+}
+
+// TestRunSessionCountersAreSums: before every iteration and at the end the
+// files parse, and the session's counters are the sums of what the agent
+// reported, as are the progress entries.
+func TestRunSessionCountersAreSums(t *testing.T) {
+	const n = 4
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(n)})
+	usage := func(k int) (int64, int64, float64) { return int64(1000 * k), int64(7 * k), 0.125 * float64(k) }
+	sums := func(upTo int) (in, out int64, cost float64) {
+		for k := 1; k <= upTo; k++ {
+			i, o, c := usage(k)
+			in, out, cost = in+i, out+o, cost+c
+		}
+		return
+	}
+	check := func(iterations, entries int, inflight string) {
+		t.Helper()
+		tasks, s, log := loadState(t, dir)
+		in, out, cost := sums(entries)
+		if s.Iteration != iterations || s.TokensIn != in || s.TokensOut != out || math.Abs(s.CostUSD-cost) > 1e-9 {
+			t.Errorf("after %d entries: session iteration %d, tokens %d/%d, cost %v; want %d, %d/%d, %v",
+				entries, s.Iteration, s.TokensIn, s.TokensOut, s.CostUSD, iterations, in, out, cost)
+		}
+		if log.Entries != entries {
+			t.Errorf("%d progress entries, want %d", log.Entries, entries)
+		}
+		if inflight != "" && (status(t, tasks, inflight) != mdstate.InProgress || s.Task != inflight || s.Status != "running") {
+			t.Errorf("during %s: status %v, session %+v", inflight, status(t, tasks, inflight), s)
+		}
+	}
+	fa := &fakeAgent{reply: func(k int) agent.Result {
+		in, out, cost := usage(k)
+		return agent.Result{Final: "<promise>COMPLETE</promise>", Usage: agent.Usage{In: in, Out: out}, CostUSD: cost}
+	}}
+	fa.before = func(k int) { check(k, k-1, fmt.Sprintf("T%d", k)) }
+	co := newCoordinator(t, Options{Root: dir, Agent: fa, Model: "m1"})
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopAllDone || out.TasksDone != n {
+		t.Fatalf("outcome %+v", out)
+	}
+	check(n, n, "")
+	_, s, log := loadState(t, dir)
+	if s.Status != "ended" || s.Reason != "all_done" || s.Agent != "fake" || s.Model != "m1" {
+		t.Errorf("session %+v", s)
+	}
+	for k, e := range log.Recent {
+		in, out, cost := usage(k + 1)
+		if e.Get("tokens") != fmt.Sprintf("%d in, %d out", in, out) || e.Get("cost") != fmt.Sprintf("$%.4f", cost) ||
+			e.Get("outcome") != "done" || e.Get("agent") != "fake (m1)" {
+			t.Errorf("entry %d: %+v", k+1, e)
+		}
+	}
+}
+
+// TestRunPause: Pause during an iteration lets it finish, then stops with
+// StopPaused and a paused session.
+func TestRunPause(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(3)})
+	fa := &fakeAgent{}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	fa.before = func(int) { co.Pause() }
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopPaused || out.Iterations != 1 || out.TasksDone != 1 || fa.calls() != 1 {
+		t.Fatalf("outcome %+v, %d calls", out, fa.calls())
+	}
+	tasks, s, _ := loadState(t, dir)
+	if s.Status != "paused" || s.Reason != "paused" || s.Phase != "" {
+		t.Errorf("session %+v", s)
+	}
+	if status(t, tasks, "T1") != mdstate.Done || status(t, tasks, "T2") != mdstate.Pending {
+		t.Errorf("tasks:\n%s", tasks.Source())
+	}
+}
+
+// TestRunQueue: queued guidance goes into the next prompt only.
+func TestRunQueue(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(3)})
+	fa := &fakeAgent{}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	co.Queue("Use tabs,\n  not spaces")
+	fa.before = func(n int) {
+		if n == 2 {
+			co.Queue("Keep the API stable")
+		}
+	}
+	runAll(t, t.Context(), co)
+	if fa.calls() != 3 {
+		t.Fatalf("%d calls, want 3", fa.calls())
+	}
+	const heading = "## Guidance from the user"
+	p1, p2, p3 := fa.prompt(1), fa.prompt(2), fa.prompt(3)
+	if !strings.Contains(p1, heading+"\n\n- Use tabs, not spaces\n") {
+		t.Errorf("prompt 1 lacks the guidance:\n%s", p1)
+	}
+	if strings.Contains(p2, heading) || strings.Contains(p2, "tabs") {
+		t.Errorf("prompt 2 repeats the guidance:\n%s", p2)
+	}
+	if !strings.Contains(p3, heading+"\n\n- Keep the API stable\n") || strings.Contains(p3, "tabs") {
+		t.Errorf("prompt 3 guidance wrong:\n%s", p3)
+	}
+	for i, p := range []string{p1, p2, p3} {
+		if !strings.HasSuffix(p, Protocol) || !strings.Contains(p, fmt.Sprintf("## Current task\n\nT%d: ", i+1)) {
+			t.Errorf("prompt %d is not the task's context and the protocol:\n%s", i+1, p)
+		}
+	}
+}
+
+// fakeClock is a clock the agent moves forward.
+type fakeClock struct{ ns atomic.Int64 }
+
+func (c *fakeClock) now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+
+func (c *fakeClock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+func TestRunLimits(t *testing.T) {
+	cases := []struct {
+		name       string
+		opts       Options
+		iterations int
+		detail     string
+	}{
+		{"max iterations", Options{MaxIterations: 2}, 2, "reached --max-iterations 2"},
+		// 0.1 a call: 0.2 is under the limit, 0.3 passes it.
+		{"max cost", Options{MaxCost: 0.25}, 3, "reached --max-cost $0.25 (spent $0.3000)"},
+		// A minute a call: 2m is under the limit, 3m reaches it.
+		{"max time", Options{MaxTime: 150 * time.Second}, 3, "reached --max-time 2m30s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(5)})
+			clock := &fakeClock{}
+			clock.ns.Store(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).UnixNano())
+			fa := &fakeAgent{reply: func(int) agent.Result {
+				clock.add(time.Minute)
+				return agent.Result{Final: "<promise>COMPLETE</promise>", Usage: agent.Usage{In: 1, Out: 1}, CostUSD: 0.1}
+			}}
+			opts := tc.opts
+			opts.Root, opts.Agent, opts.Now = dir, fa, clock.now
+			co := newCoordinator(t, opts)
+			out, evs := runAll(t, t.Context(), co)
+			if out.Reason != StopLimit || out.Iterations != tc.iterations || out.Detail != tc.detail || fa.calls() != tc.iterations {
+				t.Fatalf("outcome %+v after %d calls; want limit after %d: %q", out, fa.calls(), tc.iterations, tc.detail)
+			}
+			if last := evs[len(evs)-1]; last.Kind != EventStopped || last.Reason != string(StopLimit) || last.Text != tc.detail {
+				t.Errorf("last event %+v", last)
+			}
+			tasks, s, _ := loadState(t, dir)
+			if s.Status != "ended" || s.Reason != "limit" || s.Iteration != tc.iterations {
+				t.Errorf("session %+v", s)
+			}
+			if status(t, tasks, fmt.Sprintf("T%d", tc.iterations+1)) != mdstate.Pending {
+				t.Errorf("tasks:\n%s", tasks.Source())
+			}
+		})
+	}
+}
+
+func TestRunTaskID(t *testing.T) {
+	const tasks = "# Tasks\n\n- [ ] T1: First\n- [ ] T2: Second\n  - after: T1\n- [x] T3: Third\n"
+	cases := []struct {
+		id     string
+		reason StopReason
+		detail string
+		calls  int
+	}{
+		// --task runs the task it names, whatever it waits for.
+		{"T2", StopAllDone, "ran T2", 1},
+		{"T3", StopAllDone, "T3 is already done", 0},
+		{"T9", StopNoneReady, "no task T9 in RALPH_TASKS.md", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.id, func(t *testing.T) {
+			dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasks})
+			fa := &fakeAgent{}
+			co := newCoordinator(t, Options{Root: dir, Agent: fa, TaskID: tc.id})
+			out, _ := runAll(t, t.Context(), co)
+			if out.Reason != tc.reason || out.Detail != tc.detail || fa.calls() != tc.calls {
+				t.Fatalf("outcome %+v after %d calls; want %s %q after %d", out, fa.calls(), tc.reason, tc.detail, tc.calls)
+			}
+			if tc.calls == 1 && !strings.Contains(fa.prompt(1), "## Current task\n\nT2: Second") {
+				t.Errorf("prompt:\n%s", fa.prompt(1))
+			}
+			cl, _, _ := loadState(t, dir)
+			want := map[string]mdstate.Status{"T1": mdstate.Pending, "T2": mdstate.Pending, "T3": mdstate.Done}
+			if tc.id == "T2" {
+				want["T2"] = mdstate.Done
+			}
+			for id, st := range want {
+				if got := status(t, cl, id); got != st {
+					t.Errorf("%s is %v, want %v", id, got, st)
+				}
+			}
+		})
+	}
+}
+
+// TestNewLocked: New refuses with *ErrLocked while another process holds
+// the project, and writes nothing.
+func TestNewLocked(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	holder := startHolder(t, dir)
+	before, _ := os.ReadFile(filepath.Join(dir, "RALPH_TASKS.md"))
+	co, err := New(Options{Root: dir, Agent: &fakeAgent{}, Command: "ralph run"})
+	var locked *ErrLocked
+	if !errors.As(err, &locked) {
+		if co != nil {
+			co.Close()
+		}
+		t.Fatalf("New while locked: %v, want *ErrLocked", err)
+	}
+	if locked.Holder.PID != holder.Pid() {
+		t.Errorf("holder %+v, want pid %d", locked.Holder, holder.Pid())
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "RALPH_TASKS.md")); string(after) != string(before) {
+		t.Errorf("RALPH_TASKS.md changed:\n%s", after)
+	}
+}
+
+// TestRunFailuresAreAttempts: an agent error or a missing marker is a
+// failed attempt with a note; the task stays pending.
+func TestRunFailuresAreAttempts(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	results := []agent.Result{
+		{Final: "I think it works.", ExitCode: 0},
+		{IsError: true, ErrorKind: agent.KindRateLimit, APIStatus: 429, ErrorText: "API Error: Request rejected (429)"},
+		{IsError: true, ErrorKind: agent.KindCrashed, ExitCode: 3, ErrorText: "boom"},
+	}
+	fa := &fakeAgent{reply: func(n int) agent.Result { return results[n-1] }}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa, MaxIterations: 3})
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopLimit || out.Iterations != 3 {
+		t.Fatalf("outcome %+v", out)
+	}
+	tasks, _, log := loadState(t, dir)
+	it := tasks.Find("T1")
+	want := []string{
+		"the agent ended without <promise>COMPLETE</promise> (exit code 0 is not completion)",
+		"usage or rate limit (HTTP 429): API Error: Request rejected (429)",
+		"the agent crashed (exit code 3): boom",
+	}
+	if it.Status != mdstate.Pending || it.Attempts != 3 || strings.Join(it.Notes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("T1: %v, %d attempts, notes %q", it.Status, it.Attempts, it.Notes)
+	}
+	for i, e := range log.Recent {
+		if e.Get("outcome") != "failed" || e.Get("note") != want[i] {
+			t.Errorf("entry %d: %+v", i+1, e)
+		}
+	}
+}
+
+// TestRunLastIterationFinishesEverything: a limit stops a run that has
+// work left only; completing the last task in the last allowed iteration
+// is all done.
+func TestRunLastIterationFinishesEverything(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}, MaxIterations: 1, MaxCost: 0.01})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone || out.TasksDone != 1 {
+		t.Fatalf("outcome %+v, want all_done", out)
+	}
+}
+
+// TestRunTaskIDNotCompleted: --task on a task the agent does not finish,
+// or that is interrupted, is not "all done".
+func TestRunTaskIDNotCompleted(t *testing.T) {
+	t.Run("failed", func(t *testing.T) {
+		dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+		fa := &fakeAgent{reply: func(int) agent.Result { return agent.Result{Final: "<promise>BLOCKED: no network</promise>"} }}
+		co := newCoordinator(t, Options{Root: dir, Agent: fa, TaskID: "T2"})
+		if out, _ := runAll(t, t.Context(), co); out.Reason != StopNoneReady || out.Detail != "T2 was not completed" {
+			t.Fatalf("outcome %+v", out)
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		fa := &fakeAgent{reply: func(int) agent.Result {
+			cancel()
+			return agent.Result{IsError: true, ErrorKind: agent.KindInterrupted, ExitCode: -1}
+		}}
+		co := newCoordinator(t, Options{Root: dir, Agent: fa, TaskID: "T1"})
+		out, _ := runAll(t, ctx, co)
+		if out.Reason != StopInterrupted {
+			t.Fatalf("outcome %+v, want interrupted", out)
+		}
+		tasks, s, _ := loadState(t, dir)
+		if status(t, tasks, "T1") != mdstate.Pending || s.Status != "paused" {
+			t.Errorf("T1 %v, session %+v", status(t, tasks, "T1"), s)
+		}
+	})
+}
