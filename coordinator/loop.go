@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,7 +40,11 @@ type Options struct {
 	NoOutputTimeout  time.Duration // default 10 minutes
 	IterationTimeout time.Duration // default 60 minutes
 	Grace            time.Duration // SIGINT to SIGKILL; default 3 s
-	Now              func() time.Time
+	// Commit commits each completed task: the files its agent changed
+	// (never one that was already dirty before the task) and the state
+	// files, as "ralph: ID title".
+	Commit bool
+	Now    func() time.Time
 }
 
 // EventKind names what happened.
@@ -324,6 +329,10 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	}
 	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: id, Title: title})
 
+	var dirtyBefore []string
+	if c.opts.Commit {
+		dirtyBefore = dirtyPaths(ctx, c.opts.Root)
+	}
 	prompt, err := c.prompt(ctx, id)
 	if err != nil {
 		return false, err
@@ -403,6 +412,16 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	if err := c.writeReport(rep); err != nil {
 		return false, err
 	}
+	var commit string
+	if c.opts.Commit && outcome == "done" {
+		hash, cerr := c.commit(ctx, dirtyBefore, "ralph: "+id+" "+title)
+		switch {
+		case cerr != nil:
+			note = strings.TrimSpace(note + " commit failed: " + cerr.Error())
+		case hash != "":
+			commit = hash[:7]
+		}
+	}
 	entry := mdstate.Entry{Time: c.opts.Now(), Title: id + ": " + title, Fields: []mdstate.Field{
 		{Key: "outcome", Value: outcome},
 		{Key: "agent", Value: agentLabel(c.opts.Agent.Name(), c.opts.Model)},
@@ -413,6 +432,9 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	}}
 	if note != "" {
 		entry.Fields = append(entry.Fields, mdstate.Field{Key: "note", Value: note})
+	}
+	if commit != "" {
+		entry.Fields = append(entry.Fields, mdstate.Field{Key: "commit", Value: commit})
 	}
 	if rep.Summary != "" {
 		entry.Fields = append(entry.Fields, mdstate.Field{Key: "summary", Value: rep.Summary})
@@ -519,4 +541,38 @@ func hasLearning(a *mdstate.Agent, text string) bool {
 		}
 	}
 	return false
+}
+
+// commit records a completed task: the paths that are dirty now and were
+// not before it (what its agent changed), plus the state files, which ralph
+// itself keeps current. The progress entry that names the commit is
+// appended after it, so it goes into the next task's commit.
+func (c *Coordinator) commit(ctx context.Context, dirtyBefore []string, msg string) (string, error) {
+	repo, err := gitctx.Open(c.opts.Root)
+	if err != nil {
+		return "", err
+	}
+	defer repo.Close()
+	rel, err := filepath.Rel(repo.Root(), c.opts.Root)
+	if err != nil {
+		return "", err
+	}
+	prefix := ""
+	if rel != "." {
+		prefix = filepath.ToSlash(rel) + "/"
+	}
+	state := map[string]bool{}
+	for _, name := range mdstate.Files {
+		state[prefix+name] = true
+	}
+	var paths []string
+	for _, p := range dirtyPaths(ctx, c.opts.Root) {
+		if state[p] || !slices.Contains(dirtyBefore, p) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return "", nil
+	}
+	return repo.Commit(ctx, paths, msg+"\n", c.opts.Now())
 }

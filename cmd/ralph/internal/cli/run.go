@@ -31,6 +31,7 @@ type RunOptions struct {
 	MaxCost                      float64
 	MaxTime                      time.Duration
 	JSON                         bool
+	Commit                       bool
 }
 
 // pickAgent resolves --agent, then RALPH_AGENT, then the first agent CLI
@@ -96,7 +97,7 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 				return err
 			}
 			opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
-				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run"}
+				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit}
 			if !f.Env.Now.IsZero() {
 				now := f.Env.Now
 				opts.Now = func() time.Time { return now }
@@ -145,6 +146,7 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 	fl.DurationVar(&o.MaxTime, "max-time", 0, "stop after `DURATION`, e.g. 2h (0: no limit)")
 	fl.StringVar(&o.Task, "task", "", "work on this task `ID` only")
 	fl.BoolVar(&o.JSON, "json", false, "print one JSON event per line on stdout instead of the display")
+	fl.BoolVar(&o.Commit, "commit", false, "commit each completed task (what its agent changed, plus the state files)")
 	return cmd
 }
 

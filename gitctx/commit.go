@@ -1,0 +1,270 @@
+package gitctx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// ErrHeadMoved reports that the branch moved while ralph was committing
+// (someone committed at the same time); nothing was changed.
+var ErrHeadMoved = errors.New("the branch moved while ralph was committing")
+
+// pathChange is what becomes of one path in the commit.
+type pathChange struct {
+	del  bool
+	hash plumbing.Hash
+	mode filemode.FileMode
+	size uint32
+	mod  time.Time
+}
+
+// Commit records paths (relative to the work tree root, slash-separated)
+// as they are in the work tree now, added, changed or deleted, in a new
+// commit on top of HEAD, and nothing else: other changes, staged or not,
+// stay as they were and out of the commit. Only the trees along those
+// paths are rewritten, so the cost does not grow with the repository. The
+// index entries of those paths are updated to match, so they show clean.
+// When is the commit's time; the author is the repository's user.name and
+// user.email, else "ralph". It returns the new commit's hash.
+func (r *Repo) Commit(ctx context.Context, paths []string, msg string, when time.Time) (_ string, err error) {
+	defer recovered("commit", &err)
+	if len(paths) == 0 {
+		return "", errors.New("commit: no paths")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.repo.Storer
+
+	changes := map[string]pathChange{}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("commit: %w", err)
+		}
+		clean, err := cleanPath(p)
+		if err != nil {
+			return "", fmt.Errorf("commit: %w", err)
+		}
+		c, err := r.workTreeBlob(clean)
+		if err != nil {
+			return "", fmt.Errorf("commit %s: %w", clean, err)
+		}
+		changes[clean] = c
+	}
+
+	// HEAD: a branch (born or not) or a detached commit.
+	headRef, err := s.Reference(plumbing.HEAD)
+	if err != nil {
+		return "", fmt.Errorf("commit: read HEAD: %w", err)
+	}
+	target := plumbing.HEAD
+	if headRef.Type() == plumbing.SymbolicReference {
+		target = headRef.Target()
+	}
+	var parents []plumbing.Hash
+	var base *object.Tree
+	old, err := s.Reference(target)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		old = nil // unborn: the first commit
+	case err != nil:
+		return "", fmt.Errorf("commit: read %s: %w", target, err)
+	default:
+		parent, err := object.GetCommit(s, old.Hash())
+		if err != nil {
+			return "", fmt.Errorf("commit: read %s: %w", old.Hash(), err)
+		}
+		if base, err = parent.Tree(); err != nil {
+			return "", fmt.Errorf("commit: read tree: %w", err)
+		}
+		parents = []plumbing.Hash{parent.Hash}
+	}
+	tree, _, err := writeTree(s, base, changes)
+	if err != nil {
+		return "", fmt.Errorf("commit: write tree: %w", err)
+	}
+	sig := r.signature(when)
+	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: parents}
+	obj := s.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return "", fmt.Errorf("commit: encode: %w", err)
+	}
+	hash, err := s.SetEncodedObject(obj)
+	if err != nil {
+		return "", fmt.Errorf("commit: store: %w", err)
+	}
+	// Move the branch only if nobody moved it meanwhile.
+	if err := s.CheckAndSetReference(plumbing.NewHashReference(target, hash), old); err != nil {
+		return "", fmt.Errorf("commit: %w: %w", ErrHeadMoved, err)
+	}
+	if err := r.updateIndex(changes); err != nil {
+		return hash.String(), fmt.Errorf("commit %s made, but the index was not updated: %w", hash.String()[:7], err)
+	}
+	return hash.String(), nil
+}
+
+// workTreeBlob stores the work tree's version of path as a blob.
+func (r *Repo) workTreeBlob(path string) (pathChange, error) {
+	full := filepath.Join(r.root, filepath.FromSlash(path))
+	fi, err := os.Lstat(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return pathChange{del: true}, nil
+	}
+	if err != nil {
+		return pathChange{}, err
+	}
+	var data []byte
+	mode := filemode.Regular
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(full)
+		if err != nil {
+			return pathChange{}, err
+		}
+		data, mode = []byte(target), filemode.Symlink
+	case fi.Mode().IsRegular():
+		if data, err = os.ReadFile(full); err != nil {
+			return pathChange{}, err
+		}
+		if fi.Mode()&0o111 != 0 {
+			mode = filemode.Executable
+		}
+	default:
+		return pathChange{}, fmt.Errorf("not a file")
+	}
+	s := r.repo.Storer
+	obj := s.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	w, err := obj.Writer()
+	if err != nil {
+		return pathChange{}, err
+	}
+	if _, err := w.Write(data); err != nil {
+		return pathChange{}, err
+	}
+	if err := w.Close(); err != nil {
+		return pathChange{}, err
+	}
+	h, err := s.SetEncodedObject(obj)
+	if err != nil {
+		return pathChange{}, err
+	}
+	return pathChange{hash: h, mode: mode, size: uint32(fi.Size()), mod: fi.ModTime()}, nil
+}
+
+// writeTree writes t with changes applied (paths relative to t) and
+// returns its hash, or empty=true when nothing is left in it.
+func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]pathChange) (_ plumbing.Hash, empty bool, _ error) {
+	entries := map[string]object.TreeEntry{}
+	if t != nil {
+		for _, e := range t.Entries {
+			entries[e.Name] = e
+		}
+	}
+	sub := map[string]map[string]pathChange{}
+	for p, c := range changes {
+		name, rest, nested := strings.Cut(p, "/")
+		if !nested {
+			if c.del {
+				delete(entries, name)
+			} else {
+				entries[name] = object.TreeEntry{Name: name, Mode: c.mode, Hash: c.hash}
+			}
+			continue
+		}
+		if sub[name] == nil {
+			sub[name] = map[string]pathChange{}
+		}
+		sub[name][rest] = c
+	}
+	for name, ch := range sub {
+		var st *object.Tree
+		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
+			var err error
+			if st, err = object.GetTree(s, e.Hash); err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+		}
+		h, gone, err := writeTree(s, st, ch)
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		if gone {
+			delete(entries, name)
+		} else {
+			entries[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+		}
+	}
+	if len(entries) == 0 && t != nil {
+		return plumbing.ZeroHash, true, nil
+	}
+	list := make([]object.TreeEntry, 0, len(entries))
+	for _, e := range entries {
+		list = append(list, e)
+	}
+	// Git orders entries by name, a directory as if its name ended in "/".
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(list, func(i, j int) bool { return key(list[i]) < key(list[j]) })
+	obj := s.NewEncodedObject()
+	if err := (&object.Tree{Entries: list}).Encode(obj); err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	h, err := s.SetEncodedObject(obj)
+	return h, false, err
+}
+
+// updateIndex makes the index entries of the committed paths match the
+// commit, leaving every other entry alone.
+func (r *Repo) updateIndex(changes map[string]pathChange) error {
+	s := r.repo.Storer
+	idx, err := s.Index()
+	if err != nil {
+		return err
+	}
+	for p, c := range changes {
+		if c.del {
+			_, _ = idx.Remove(p)
+			continue
+		}
+		e, err := idx.Entry(p)
+		if errors.Is(err, index.ErrEntryNotFound) {
+			e = idx.Add(p)
+		} else if err != nil {
+			return err
+		}
+		e.Hash, e.Mode, e.Size, e.ModifiedAt = c.hash, c.mode, c.size, c.mod
+	}
+	return s.SetIndex(idx)
+}
+
+// signature is the repository's configured user, else ralph.
+func (r *Repo) signature(when time.Time) object.Signature {
+	sig := object.Signature{Name: "ralph", Email: "ralph@localhost", When: when}
+	if cfg, err := r.repo.ConfigScoped(config.SystemScope); err == nil {
+		if cfg.User.Name != "" {
+			sig.Name = cfg.User.Name
+		}
+		if cfg.User.Email != "" {
+			sig.Email = cfg.User.Email
+		}
+	}
+	return sig
+}
