@@ -16,6 +16,7 @@ import (
 	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/gitctx"
 	"github.com/ralph-dev/ralph/mdstate"
+	"github.com/ralph-dev/ralph/projectdetect"
 )
 
 // Agent runs one child agent to completion. coordinator/agent's backends
@@ -114,6 +115,9 @@ type Coordinator struct {
 	queued  []string
 	session mdstate.Session
 	started time.Time
+	// scanned is the project scan, made once a session: what kind of
+	// project it is does not change from one task to the next.
+	scanned *projectdetect.Project
 }
 
 // New takes the project's coordinator lock (failing at once with
@@ -349,6 +353,14 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	res, runErr := c.opts.Agent.Run(ctx, agent.Request{
 		Prompt: prompt, Dir: c.opts.Root, Model: c.opts.Model, Env: c.opts.Env, RawLog: raw,
 		NoOutputTimeout: c.opts.NoOutputTimeout, Timeout: c.opts.IterationTimeout, Grace: c.opts.Grace,
+		OnStart: func(pid int) {
+			// Recorded at once: after a crash of ralph, the next start
+			// finds the agent's group here and stops it.
+			s.Child = pid
+			if err := c.saveSession(nil); err != nil {
+				c.emit(Event{Kind: EventAgentText, Task: id, Text: "(ralph could not record the agent's pid: " + err.Error() + ")"})
+			}
+		},
 	}, func(ev agent.Event) {
 		switch ev.Kind {
 		case "text":
@@ -360,6 +372,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 		}
 	})
 	took := c.opts.Now().Sub(start)
+	s.Child = 0
 	s.TokensIn += res.Usage.In
 	s.TokensOut += res.Usage.Out
 	s.CostUSD += res.CostUSD
@@ -454,10 +467,14 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 // prompt builds the child's prompt: the context block, queued guidance,
 // and the reporting protocol.
 func (c *Coordinator) prompt(ctx context.Context, id string) (string, error) {
-	r, err := BuildReport(ctx, c.opts.Root, ReportOptions{})
+	// The coordinator's Project reuses the parse of its own last write;
+	// the work tree status (a git process) and a fresh project scan are
+	// not worth their cost on every iteration.
+	r, err := BuildReport(ctx, c.opts.Root, ReportOptions{Project: c.p, Scanned: c.scanned, NoStatus: true})
 	if err != nil {
 		return "", err
 	}
+	c.scanned = r.Project
 	text, _ := r.Prompt(PromptOptions{Task: id})
 	var b strings.Builder
 	b.WriteString(text)

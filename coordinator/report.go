@@ -23,6 +23,11 @@ type ReportOptions struct {
 	NoDetect bool
 	// NoStatus skips the work tree status.
 	NoStatus bool
+	// Project, when set, reads the state through this Project (and its
+	// parse cache) instead of a new one: the coordinator's own.
+	Project *mdstate.Project
+	// Scanned, when set, is used instead of scanning the project again.
+	Scanned *projectdetect.Project
 }
 
 func (o ReportOptions) withDefaults() ReportOptions {
@@ -113,9 +118,14 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 		mu.Unlock()
 	}
 	wg.Go(func() {
-		r.State, stateErr = mdstate.Open(root).Load(opts.Progress)
+		p := opts.Project
+		if p == nil {
+			p = mdstate.Open(root)
+		}
+		r.State, stateErr = p.Load(opts.Progress)
 	})
-	if !opts.NoDetect {
+	r.Project = opts.Scanned
+	if !opts.NoDetect && opts.Scanned == nil {
 		wg.Go(func() {
 			p, err := projectdetect.Detect(ctx, root, projectdetect.Options{Budget: opts.DetectBudget})
 			if err != nil {

@@ -38,6 +38,10 @@ type Request struct {
 	// RawLog receives every raw byte of the child's stdout (ralph keeps it
 	// per iteration under .ralph/logs/); nil discards.
 	RawLog io.Writer
+	// OnStart, when set, is called with the child's pid (which is also its
+	// process group) as soon as it runs, before any event: the coordinator
+	// records it so that a later start can stop a survivor of a crash.
+	OnStart func(pid int)
 	// NoOutputTimeout stops a child that writes no stdout byte for this
 	// long (ErrorKind "no_output"); zero disables the watchdog.
 	NoOutputTimeout time.Duration

@@ -82,6 +82,9 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 		return childEnd{}, err
 	}
 	end := childEnd{pid: p.Pid()}
+	if req.OnStart != nil {
+		req.OnStart(p.Pid())
+	}
 
 	var deadline, watch <-chan time.Time
 	if req.Timeout > 0 {
