@@ -101,6 +101,23 @@ type Outcome struct {
 	Session    mdstate.Session
 }
 
+// withDefaults fills in the documented defaults.
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NoOutputTimeout == 0 {
+		o.NoOutputTimeout = 10 * time.Minute
+	}
+	if o.IterationTimeout == 0 {
+		o.IterationTimeout = 60 * time.Minute
+	}
+	if o.Grace == 0 {
+		o.Grace = 3 * time.Second
+	}
+	return o
+}
+
 // Coordinator is ralph's engine for one project. Create it with New, which
 // takes the project's lock; front ends call Run, Pause, Queue and read
 // Events; Close gives the lock up.
@@ -126,18 +143,7 @@ func New(opts Options) (*Coordinator, error) {
 	if opts.Agent == nil {
 		return nil, errors.New("no agent configured")
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.NoOutputTimeout == 0 {
-		opts.NoOutputTimeout = 10 * time.Minute
-	}
-	if opts.IterationTimeout == 0 {
-		opts.IterationTimeout = 60 * time.Minute
-	}
-	if opts.Grace == 0 {
-		opts.Grace = 3 * time.Second
-	}
+	opts = opts.withDefaults()
 	host, _ := os.Hostname()
 	lock, err := AcquireLock(opts.Root, LockInfo{PID: os.Getpid(), Host: host, Command: opts.Command, Since: opts.Now()})
 	if err != nil {

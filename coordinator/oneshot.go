@@ -14,19 +14,6 @@ import (
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
-// OneShotOptions configure a one-shot run: one free-text task, one child.
-type OneShotOptions struct {
-	Root             string
-	Agent            Agent
-	Model            string
-	Task             string
-	Env              []string
-	NoOutputTimeout  time.Duration
-	IterationTimeout time.Duration
-	Grace            time.Duration
-	Now              func() time.Time
-}
-
 // OneShotResult is what `ralph "task" --json` prints.
 type OneShotResult struct {
 	Status       string   `json:"status"` // complete, incomplete, blocked, failed, interrupted
@@ -50,19 +37,10 @@ type OneShotResult struct {
 // its writes go through the state lock like every other, so neither
 // clobbers the other. It appends a progress entry, and learnings and
 // to-dos land as in the loop.
-func OneShot(ctx context.Context, o OneShotOptions) (OneShotResult, error) {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.NoOutputTimeout == 0 {
-		o.NoOutputTimeout = 10 * time.Minute
-	}
-	if o.IterationTimeout == 0 {
-		o.IterationTimeout = 60 * time.Minute
-	}
-	if o.Grace == 0 {
-		o.Grace = 3 * time.Second
-	}
+//
+// Of o it uses Root, Agent, Model, Env, the timeouts and Now.
+func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error) {
+	o = o.withDefaults()
 	p := mdstate.Open(o.Root)
 	p.Now = o.Now
 	if err := p.Recover(); err != nil {
@@ -79,7 +57,7 @@ func OneShot(ctx context.Context, o OneShotOptions) (OneShotResult, error) {
 	r.State.Tasks = nil
 	r.State.Todos = nil
 	ctxText, _ := r.Prompt(PromptOptions{Budget: 4000})
-	prompt := "# Your task\n\n" + strings.TrimSpace(o.Task) + "\n\n" + ctxText + "\n" + Protocol
+	prompt := "# Your task\n\n" + strings.TrimSpace(task) + "\n\n" + ctxText + "\n" + Protocol
 
 	started := o.Now()
 	logPath := filepath.Join(o.Root, mdstate.RuntimeDir, "logs", "oneshot-"+started.UTC().Format("20060102-150405.000")+".log")
@@ -129,7 +107,7 @@ func OneShot(ctx context.Context, o OneShotOptions) (OneShotResult, error) {
 	}
 	out.Learnings = append(out.Learnings, rep.Learnings...)
 	out.Todos = append(out.Todos, rep.Todos...)
-	entry := mdstate.Entry{Time: o.Now(), Title: "one-shot: " + oneLineText(o.Task), Fields: []mdstate.Field{
+	entry := mdstate.Entry{Time: o.Now(), Title: "one-shot: " + oneLineText(task), Fields: []mdstate.Field{
 		{Key: "outcome", Value: out.Status},
 		{Key: "agent", Value: agentLabel(out.Agent, o.Model)},
 		{Key: "duration", Value: (time.Duration(out.DurationMS) * time.Millisecond).Round(time.Second).String()},

@@ -32,7 +32,7 @@ func addOneShot(f *Factory, root *cobra.Command) {
 			return err
 		}
 		p, _ := f.Project()
-		res, err := coordinator.OneShot(c.Context(), coordinator.OneShotOptions{Root: p.Root, Agent: ag, Model: model, Task: task, Now: f.nowFunc()})
+		res, err := coordinator.OneShot(c.Context(), coordinator.Options{Root: p.Root, Agent: ag, Model: model, Now: f.nowFunc()}, task)
 		if err != nil {
 			return err
 		}
