@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/gitctx"
 	"github.com/ralph-dev/ralph/mdstate"
 	"github.com/ralph-dev/ralph/projectdetect"
@@ -45,7 +46,10 @@ type Options struct {
 	// (never one that was already dirty before the task) and the state
 	// files, as "ralph: ID title".
 	Commit bool
-	Now    func() time.Time
+	// NewSession starts a new session even when the last one was
+	// interrupted or paused; by default ralph continues it.
+	NewSession bool
+	Now        func() time.Time
 }
 
 // EventKind names what happened.
@@ -190,22 +194,28 @@ func (c *Coordinator) emit(e Event) {
 func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 	defer c.once.Do(func() { close(c.events) })
 	c.started = c.opts.Now()
-	c.session = mdstate.Session{
-		ID: c.started.UTC().Format("20060102-150405"), Status: "running", Phase: "starting",
-		MaxIterations: c.opts.MaxIterations, Agent: c.opts.Agent.Name(), Model: c.opts.Model,
-		Started: c.started, Updated: c.started, PID: os.Getpid(),
-	}
-	if repo, err := gitctx.Open(c.opts.Root); err == nil {
-		if h, err := repo.Head(); err == nil {
-			c.session.Baseline = h.Hash
-		}
-		repo.Close()
-	}
 	if err := c.p.Recover(); err != nil {
 		return out, err
 	}
-	if err := c.saveSession(nil); err != nil {
+	resumed, err := c.resume()
+	if err != nil {
 		return out, err
+	}
+	if !resumed {
+		c.session = mdstate.Session{
+			ID: c.started.UTC().Format("20060102-150405"), Status: "running", Phase: "starting",
+			MaxIterations: c.opts.MaxIterations, Agent: c.opts.Agent.Name(), Model: c.opts.Model,
+			Started: c.started, Updated: c.started, PID: os.Getpid(),
+		}
+		if repo, err := gitctx.Open(c.opts.Root); err == nil {
+			if h, err := repo.Head(); err == nil {
+				c.session.Baseline = h.Hash
+			}
+			repo.Close()
+		}
+		if err := c.saveSession(nil); err != nil {
+			return out, err
+		}
 	}
 	defer func() {
 		c.session.Phase = ""
@@ -275,8 +285,8 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 func (c *Coordinator) limitReached() (StopReason, string) {
 	s := &c.session
 	switch {
-	case c.opts.MaxIterations > 0 && s.Iteration >= c.opts.MaxIterations:
-		return StopLimit, fmt.Sprintf("reached --max-iterations %d", c.opts.MaxIterations)
+	case s.MaxIterations > 0 && s.Iteration >= s.MaxIterations:
+		return StopLimit, fmt.Sprintf("reached the iteration limit (%d of %d)", s.Iteration, s.MaxIterations)
 	case c.opts.MaxCost > 0 && s.CostUSD >= c.opts.MaxCost:
 		return StopLimit, fmt.Sprintf("reached --max-cost $%.2f (spent $%.4f)", c.opts.MaxCost, s.CostUSD)
 	case c.opts.MaxTime > 0 && c.opts.Now().Sub(c.started) >= c.opts.MaxTime:
@@ -361,8 +371,10 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 		NoOutputTimeout: c.opts.NoOutputTimeout, Timeout: c.opts.IterationTimeout, Grace: c.opts.Grace,
 		OnStart: func(pid int) {
 			// Recorded at once: after a crash of ralph, the next start
-			// finds the agent's group here and stops it.
+			// finds the agent's group here and stops it, if that very
+			// process (pid and start time) still runs.
 			s.Child = pid
+			s.ChildStart, _ = proc.StartTime(pid)
 			if err := c.saveSession(nil); err != nil {
 				c.emit(Event{Kind: EventAgentText, Task: id, Text: "(ralph could not record the agent's pid: " + err.Error() + ")"})
 			}
@@ -378,7 +390,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 		}
 	})
 	took := c.opts.Now().Sub(start)
-	s.Child = 0
+	s.Child, s.ChildStart = 0, 0
 	s.TokensIn += res.Usage.In
 	s.TokensOut += res.Usage.Out
 	s.CostUSD += res.CostUSD
@@ -598,4 +610,105 @@ func (c *Coordinator) commit(ctx context.Context, dirtyBefore []string, msg stri
 		return "", nil
 	}
 	return repo.Commit(ctx, paths, msg+"\n", c.opts.Now())
+}
+
+// EventResumed is emitted once when a run continues an earlier session.
+const EventResumed EventKind = "resumed"
+
+// resume continues the session recorded in RALPH_TASKS.md, if it was
+// interrupted (it says running, but this coordinator now holds the lock, so
+// its ralph is gone) or paused: the same id, iteration counter, token and
+// cost totals, git baseline and start time. After an interruption it first
+// stops the recorded agent if that very process still runs, puts the task
+// it was doing back to pending with attempts+1 and a note saying when and
+// in which phase it was cut short, and records a "recovered" progress
+// entry. It reports whether it resumed.
+func (c *Coordinator) resume() (bool, error) {
+	if c.opts.NewSession {
+		return false, nil
+	}
+	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		return false, err
+	}
+	old, _ := tasks.Session()
+	if old == nil || (old.Status != "running" && old.Status != "interrupted" && old.Status != "paused") {
+		return false, nil
+	}
+	interrupted := old.Status != "paused"
+	s := *old
+	s.Status, s.Phase, s.Reason, s.PID, s.Line = "running", "starting", "", os.Getpid(), 0
+	s.Child, s.ChildStart = 0, 0
+	s.Agent, s.Model = c.opts.Agent.Name(), c.opts.Model
+	if c.opts.MaxIterations > 0 {
+		s.MaxIterations = s.Iteration + c.opts.MaxIterations
+	}
+	c.session = s
+	what := fmt.Sprintf("resuming session %s (%s at iteration %d", s.ID, map[bool]string{true: "interrupted", false: "paused"}[interrupted], old.Iteration)
+	if old.Task != "" {
+		what += ", task " + old.Task
+	}
+	if interrupted && old.Phase != "" {
+		what += ", phase " + old.Phase
+	}
+	what += ")"
+	if !interrupted {
+		c.emit(Event{Kind: EventResumed, Text: what})
+		return true, c.saveSession(nil)
+	}
+	killed := ""
+	if old.Child > 0 {
+		if ok, err := proc.KillGroupIfSame(old.Child, old.ChildStart); err != nil {
+			return false, fmt.Errorf("stop the interrupted session's agent (pid %d): %w", old.Child, err)
+		} else if ok {
+			killed = strconv.Itoa(old.Child)
+		}
+	}
+	when := old.Updated.UTC().Format(time.RFC3339)
+	var task *mdstate.Item
+	if old.Task != "" {
+		if t := tasks.Find(old.Task); t != nil && t.Status == mdstate.InProgress {
+			task = t
+		}
+	}
+	err = c.saveSession(func(e *mdstate.ChecklistEdit) error {
+		if task == nil {
+			return nil
+		}
+		if err := e.SetStatus(task.ID, mdstate.Pending); err != nil {
+			return err
+		}
+		if err := e.SetMeta(task.ID, "attempts", strconv.Itoa(task.Attempts+1)); err != nil {
+			return err
+		}
+		return e.AddMeta(task.ID, "note", fmt.Sprintf("interrupted at %s during phase %s (iteration %d); ralph resumed the session", when, orNone(old.Phase), old.Iteration))
+	})
+	if err != nil {
+		return false, err
+	}
+	fields := []mdstate.Field{
+		{Key: "outcome", Value: "recovered"},
+		{Key: "session", Value: s.ID},
+		{Key: "iteration", Value: strconv.Itoa(old.Iteration)},
+		{Key: "phase", Value: orNone(old.Phase)},
+		{Key: "interrupted", Value: when},
+	}
+	if old.Task != "" {
+		fields = append(fields, mdstate.Field{Key: "task", Value: old.Task})
+	}
+	if killed != "" {
+		fields = append(fields, mdstate.Field{Key: "stopped", Value: "agent process group " + killed + ", still running"})
+	}
+	if err := c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: "session " + s.ID + " recovered", Fields: fields}); err != nil {
+		return false, err
+	}
+	c.emit(Event{Kind: EventResumed, Text: what})
+	return true, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

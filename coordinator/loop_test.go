@@ -301,7 +301,7 @@ func TestRunLimits(t *testing.T) {
 		iterations int
 		detail     string
 	}{
-		{"max iterations", Options{MaxIterations: 2}, 2, "reached --max-iterations 2"},
+		{"max iterations", Options{MaxIterations: 2}, 2, "reached the iteration limit (2 of 2)"},
 		// 0.1 a call: 0.2 is under the limit, 0.3 passes it.
 		{"max cost", Options{MaxCost: 0.25}, 3, "reached --max-cost $0.25 (spent $0.3000)"},
 		// A minute a call: 2m is under the limit, 3m reaches it.

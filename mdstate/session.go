@@ -50,6 +50,10 @@ type Session struct {
 	Updated       time.Time
 	PID           int // the coordinator's
 	Child         int // the child agent's process (and group) ID; 0 when none
+	// ChildStart is the child's start time in clock ticks since boot, so
+	// that recovery kills that process and never another that reused its
+	// pid.
+	ChildStart uint64
 	Reason        string
 	Line          int // 1-based line of the "## Session" heading
 	// Extra keeps lines ralph does not know, in order, so they survive.
@@ -150,6 +154,16 @@ func (s *Session) set(key, val string) error {
 			s.Updated = t
 		}
 	case "pid", "child":
+		if key == "child" {
+			if pid, rest, ok := strings.Cut(val, " (start "); ok {
+				start, serr := strconv.ParseUint(strings.TrimSuffix(rest, ")"), 10, 64)
+				if serr != nil {
+					return fmt.Errorf("child %q is not like \"4250 (start 8812345)\"", val)
+				}
+				s.ChildStart = start
+				val = pid
+			}
+		}
 		n, perr := strconv.Atoi(val)
 		if perr != nil || n < 0 {
 			return fmt.Errorf("%s %q is not a process ID", key, val)
@@ -202,7 +216,11 @@ func (s *Session) Render(eol string) []byte {
 		kv("pid", strconv.Itoa(s.PID))
 	}
 	if s.Child > 0 {
-		kv("child", strconv.Itoa(s.Child))
+		child := strconv.Itoa(s.Child)
+		if s.ChildStart > 0 {
+			child += " (start " + strconv.FormatUint(s.ChildStart, 10) + ")"
+		}
+		kv("child", child)
 	}
 	kv("reason", s.Reason)
 	for _, f := range s.Extra {

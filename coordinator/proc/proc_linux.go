@@ -1,6 +1,14 @@
 package proc
 
-import "syscall"
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
 
 // sysProcAttr puts the child in a new process group and asks the kernel to
 // SIGKILL it when ralph's thread dies, so a SIGKILLed ralph leaves no child.
@@ -10,3 +18,49 @@ func sysProcAttr() *syscall.SysProcAttr {
 
 // maxRSSBytes converts ru_maxrss, which Linux reports in KiB.
 func maxRSSBytes(ru *syscall.Rusage) int64 { return ru.Maxrss * 1024 }
+
+// StartTime returns a process's start time in clock ticks since boot, from
+// /proc: with the pid, it names one process, since a pid can be reused by a
+// later process but not with the same start time.
+func StartTime(pid int) (uint64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis. starttime is field 22 overall, so
+	// the 20th after the name.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// KillGroupIfSame SIGKILLs what is left of the process group that pid led
+// when it started at start (see StartTime), and reports whether anything was
+// there to kill. If a process with that pid runs but started at another
+// time, the pid was reused and nothing is killed. If the leader is gone, its
+// group may still hold survivors (a grandchild that ignored SIGINT), and
+// the group ID is safe to signal: Linux does not hand out a pid that is
+// still in use as a process group ID, so -pid reaches only those survivors.
+func KillGroupIfSame(pid int, start uint64) (bool, error) {
+	if pid <= 1 {
+		return false, nil
+	}
+	if got, err := StartTime(pid); err == nil && (start == 0 || got != start) {
+		return false, nil // another process has this pid now, or cannot be told apart
+	}
+	err := syscall.Kill(-pid, syscall.SIGKILL)
+	switch {
+	case errors.Is(err, syscall.ESRCH):
+		return false, nil // the whole group is gone
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}

@@ -224,6 +224,8 @@ func (d *runDisplay) show(ev coordinator.Event) {
 	w := d.f.IO.ErrOut
 	d.clear()
 	switch ev.Kind {
+	case coordinator.EventResumed:
+		fmt.Fprintf(w, "↻ %s\n", ev.Text)
 	case coordinator.EventTaskStarted:
 		d.task, d.tool, d.tokens, d.since = ev.Task, "", 0, time.Now()
 		fmt.Fprintf(w, "▶ %s: %s (iteration %d)\n", ev.Task, ev.Title, ev.Iteration)
