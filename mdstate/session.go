@@ -54,8 +54,8 @@ type Session struct {
 	// that recovery kills that process and never another that reused its
 	// pid.
 	ChildStart uint64
-	Reason        string
-	Line          int // 1-based line of the "## Session" heading
+	Reason     string
+	Line       int // 1-based line of the "## Session" heading
 	// Extra keeps lines ralph does not know, in order, so they survive.
 	Extra []Field
 }
