@@ -49,7 +49,15 @@ type Options struct {
 	// NewSession starts a new session even when the last one was
 	// interrupted or paused; by default ralph continues it.
 	NewSession bool
-	Now        func() time.Time
+	// OnFailure is what a failed attempt (a crash, a hang, an error, an
+	// end without COMPLETE) leads to: "retry" (the default) tries again
+	// after Backoff, doubling up to a minute, until MaxAttempts, then skips
+	// the task with the reason; "skip" skips it at once; "abort" stops the
+	// run with the task back to pending.
+	OnFailure   string
+	MaxAttempts int           // default 3
+	Backoff     time.Duration // first retry's wait; zero: none (ralph run's flag defaults to 2 s)
+	Now         func() time.Time
 }
 
 // EventKind names what happened.
@@ -94,6 +102,7 @@ const (
 	StopLimit       StopReason = "limit"       // iterations, cost or time: exit 3
 	StopInterrupted StopReason = "interrupted" // stopped by the user: exit 130
 	StopPaused      StopReason = "paused"      // paused after an iteration: exit 0
+	StopFailed      StopReason = "failed"      // a task failed under --on-failure abort: exit 1
 )
 
 // Outcome is how a run ended.
@@ -119,6 +128,12 @@ func (o Options) withDefaults() Options {
 	if o.Grace == 0 {
 		o.Grace = 3 * time.Second
 	}
+	if o.OnFailure == "" {
+		o.OnFailure = "retry"
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 3
+	}
 	return o
 }
 
@@ -139,6 +154,9 @@ type Coordinator struct {
 	// scanned is the project scan, made once a session: what kind of
 	// project it is does not change from one task to the next.
 	scanned *projectdetect.Project
+	abort   string        // set when a failure stops the run
+	wait    time.Duration // backoff before the next iteration
+	skipped []string      // tasks this run gave up on
 }
 
 // New takes the project's coordinator lock (failing at once with
@@ -259,12 +277,25 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 		if r, detail := c.limitReached(); r != "" {
 			return Outcome{Reason: r, Detail: detail, TasksDone: out.TasksDone}, nil
 		}
+		if w := c.wait; w > 0 {
+			// The backoff after a failure, only when another iteration
+			// follows; a stop ends it at once.
+			c.wait = 0
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(w):
+			}
+		}
 		done, err := c.iterate(ctx, task)
 		if err != nil {
 			return out, err
 		}
 		if done {
 			out.TasksDone++
+		}
+		if c.abort != "" {
+			return Outcome{Reason: StopFailed, Detail: c.abort, TasksDone: out.TasksDone}, nil
 		}
 		if c.opts.TaskID != "" {
 			switch {
@@ -312,10 +343,20 @@ func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
 	}
 	counts := tasks.Counts()
 	open := counts[mdstate.Pending] + counts[mdstate.InProgress] + counts[mdstate.Blocked]
+	if open == 0 && len(c.skipped) > 0 {
+		return nil, &Outcome{Reason: StopFailed, Detail: "no task left to run; gave up on " + strings.Join(c.skipped, ", ") + " after failed attempts (see their notes)"}
+	}
 	if open == 0 {
 		return nil, &Outcome{Reason: StopAllDone, Detail: "every task is done"}
 	}
-	return nil, &Outcome{Reason: StopNoneReady, Detail: fmt.Sprintf("%d tasks left, none ready (blocked, in progress, or waiting for others)", open)}
+	detail := fmt.Sprintf("%d tasks left, none ready (blocked, in progress, or waiting for others)", open)
+	if open == 1 {
+		detail = "1 task left, not ready (blocked, in progress, or waiting for others)"
+	}
+	if len(c.skipped) > 0 {
+		detail += "; gave up on " + strings.Join(c.skipped, ", ") + " after failed attempts (see their notes)"
+	}
+	return nil, &Outcome{Reason: StopNoneReady, Detail: detail}
 }
 
 // saveSession writes the session block, with fn's task changes in the same
@@ -422,6 +463,18 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	attempts := task.Attempts
 	if outcome == "failed" {
 		attempts++
+		switch {
+		case c.opts.OnFailure == "abort":
+			c.abort = fmt.Sprintf("%s failed and --on-failure is abort: %s", id, note)
+		case c.opts.OnFailure == "skip":
+			newStatus, note = mdstate.Skipped, note+"; skipped (--on-failure skip)"
+			c.skipped = append(c.skipped, id)
+		case attempts >= c.opts.MaxAttempts:
+			newStatus, note = mdstate.Skipped, fmt.Sprintf("%s; skipped after %d failed attempts", note, attempts)
+			c.skipped = append(c.skipped, id)
+		default:
+			c.wait = min(c.opts.Backoff<<max(attempts-1, 0), time.Minute)
+		}
 	}
 	err = c.saveSession(func(e *mdstate.ChecklistEdit) error {
 		if err := e.SetStatus(id, newStatus); err != nil {

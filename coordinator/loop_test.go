@@ -408,7 +408,7 @@ func TestRunFailuresAreAttempts(t *testing.T) {
 		{IsError: true, ErrorKind: agent.KindCrashed, ExitCode: 3, ErrorText: "boom"},
 	}
 	fa := &fakeAgent{reply: func(n int) agent.Result { return results[n-1] }}
-	co := newCoordinator(t, Options{Root: dir, Agent: fa, MaxIterations: 3})
+	co := newCoordinator(t, Options{Root: dir, Agent: fa, MaxIterations: 3, MaxAttempts: 10})
 	out, _ := runAll(t, t.Context(), co)
 	if out.Reason != StopLimit || out.Iterations != 3 {
 		t.Fatalf("outcome %+v", out)
@@ -470,4 +470,38 @@ func TestRunTaskIDNotCompleted(t *testing.T) {
 			t.Errorf("T1 %v, session %+v", status(t, tasks, "T1"), s)
 		}
 	})
+}
+
+// TestRunFailurePolicy: retry until MaxAttempts then skip, skip at once, or
+// abort; a run that gave up on a task does not report all done.
+func TestRunFailurePolicy(t *testing.T) {
+	tests := []struct {
+		name       string
+		policy     string
+		attempts   int
+		iterations int
+		status     mdstate.Status
+		reason     StopReason
+		note       string
+	}{
+		{"retry then skip", "retry", 3, 3, mdstate.Skipped, StopFailed, "skipped after 3 failed attempts"},
+		{"skip", "skip", 3, 1, mdstate.Skipped, StopFailed, "skipped (--on-failure skip)"},
+		{"abort", "abort", 3, 1, mdstate.Pending, StopFailed, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+			fa := &fakeAgent{reply: func(int) agent.Result { return agent.Result{Final: "not done"} }}
+			co := newCoordinator(t, Options{Root: dir, Agent: fa, OnFailure: tt.policy, MaxAttempts: tt.attempts, MaxIterations: 10})
+			out, _ := runAll(t, t.Context(), co)
+			if out.Reason != tt.reason || out.Iterations != tt.iterations {
+				t.Fatalf("outcome %s after %d iterations (%s), want %s after %d", out.Reason, out.Iterations, out.Detail, tt.reason, tt.iterations)
+			}
+			tasks, _, _ := loadState(t, dir)
+			it := tasks.Find("T1")
+			if it.Status != tt.status || !strings.Contains(strings.Join(it.Notes, "\n"), tt.note) {
+				t.Fatalf("T1 %s, notes %q", it.Status, it.Notes)
+			}
+		})
+	}
 }

@@ -32,6 +32,10 @@ type RunOptions struct {
 	MaxTime                      time.Duration
 	JSON                         bool
 	Commit                       bool
+	NewSession                   bool
+	OnFailure                    string
+	MaxAttempts                  int
+	Backoff                      time.Duration
 }
 
 // pickAgent resolves --agent, then RALPH_AGENT, then the first agent CLI
@@ -82,8 +86,16 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
   ralph run --agent exec --agent-cmd "./my-agent --fast" --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.MaxIterations < 0 || o.MaxCost < 0 || o.MaxTime < 0 {
+			if o.MaxIterations < 0 || o.MaxCost < 0 || o.MaxTime < 0 || o.Backoff < 0 {
 				return usagef("limits must not be negative")
+			}
+			switch o.OnFailure {
+			case "retry", "skip", "abort":
+			default:
+				return usagef("--on-failure must be retry, skip or abort, not %q", o.OnFailure)
+			}
+			if o.MaxAttempts < 1 {
+				return usagef("--max-attempts must be 1 or more, not %d", o.MaxAttempts)
 			}
 			p, _ := f.Project()
 			if _, err := p.LoadChecklist(mdstate.TasksKind); err != nil {
@@ -97,7 +109,8 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 				return err
 			}
 			opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
-				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit}
+				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
+				NewSession: o.NewSession, OnFailure: o.OnFailure, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff}
 			if !f.Env.Now.IsZero() {
 				now := f.Env.Now
 				opts.Now = func() time.Time { return now }
@@ -133,6 +146,8 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 				return &exitError{code: ExitLimit, msg: out.Detail}
 			case coordinator.StopInterrupted:
 				return &exitError{code: ExitInterrupted, msg: "interrupted; the task is back to pending and `ralph run` continues the session"}
+			case coordinator.StopFailed:
+				return &exitError{code: ExitFailure, msg: out.Detail}
 			}
 			return &exitError{code: ExitFailure, msg: out.Detail}
 		},
@@ -147,6 +162,10 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 	fl.StringVar(&o.Task, "task", "", "work on this task `ID` only")
 	fl.BoolVar(&o.JSON, "json", false, "print one JSON event per line on stdout instead of the display")
 	fl.BoolVar(&o.Commit, "commit", false, "commit each completed task (what its agent changed, plus the state files)")
+	fl.BoolVar(&o.NewSession, "new-session", false, "start a new session instead of continuing an interrupted or paused one")
+	fl.StringVar(&o.OnFailure, "on-failure", "retry", "after a failed attempt: `POLICY` retry (then skip once --max-attempts are used), skip, or abort")
+	fl.IntVar(&o.MaxAttempts, "max-attempts", 3, "failed attempts per task before it is skipped (`N`)")
+	fl.DurationVar(&o.Backoff, "backoff", 2*time.Second, "wait before the first retry (`DURATION`), doubling up to a minute")
 	return cmd
 }
 
