@@ -13,7 +13,7 @@ import (
 )
 
 // DemoAgentName labels the scripted agent wherever it shows: it is not AI.
-const DemoAgentName = "demo (scripted, no AI)"
+const DemoAgentName = "scripted demo, no AI"
 
 // DemoTasks are the sample project's tasks, in RALPH_TASKS.md's format.
 const DemoTasks = `# Tasks

@@ -157,6 +157,7 @@ type Coordinator struct {
 	abort   string        // set when a failure stops the run
 	wait    time.Duration // backoff before the next iteration
 	skipped []string      // tasks this run gave up on
+	commits int           // commits this run made
 }
 
 // New takes the project's coordinator lock (failing at once with
@@ -236,6 +237,9 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 		}
 	}
 	defer func() {
+		if c.session.Status != "" && out.Reason != StopInterrupted && out.Reason != StopPaused && err == nil {
+			err = c.summarize(out)
+		}
 		c.session.Phase = ""
 		c.session.Child = 0
 		c.session.Updated = c.opts.Now()
@@ -504,6 +508,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 			note = strings.TrimSpace(note + " commit failed: " + cerr.Error())
 		case hash != "":
 			commit = hash[:7]
+			c.commits++
 		}
 	}
 	entry := mdstate.Entry{Time: c.opts.Now(), Title: id + ": " + title, Fields: []mdstate.Field{
@@ -764,4 +769,24 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// summarize records a session's end in the progress log: how long it ran,
+// how many iterations, tasks done, tokens, cost and commits.
+func (c *Coordinator) summarize(out Outcome) error {
+	s := c.session
+	fields := []mdstate.Field{
+		{Key: "outcome", Value: "ended (" + string(out.Reason) + ")"},
+		{Key: "session", Value: s.ID},
+		{Key: "duration", Value: c.opts.Now().Sub(s.Started).Round(time.Second).String()},
+		{Key: "iterations", Value: strconv.Itoa(s.Iteration)},
+		{Key: "tasks", Value: strconv.Itoa(out.TasksDone) + " done"},
+		{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut)},
+		{Key: "cost", Value: fmt.Sprintf("$%.4f", s.CostUSD)},
+		{Key: "commits", Value: strconv.Itoa(c.commits)},
+	}
+	if out.Detail != "" {
+		fields = append(fields, mdstate.Field{Key: "note", Value: out.Detail})
+	}
+	return c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: "session " + s.ID + " ended", Fields: fields})
 }

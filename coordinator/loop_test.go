@@ -129,7 +129,39 @@ func loadState(t testing.TB, dir string) (*mdstate.Checklist, *mdstate.Session, 
 	if len(log.Warnings) > 0 {
 		t.Errorf("RALPH_PROGRESS.md warnings: %v", log.Warnings)
 	}
+	// Per-iteration entries only: a session's summary entry is tested on
+	// its own (TestRunSessionSummary).
+	var iters []mdstate.Entry
+	for _, e := range log.Recent {
+		if strings.HasPrefix(e.Title, "session ") {
+			log.Entries--
+			continue
+		}
+		iters = append(iters, e)
+	}
+	log.Recent = iters
 	return tasks, s, log
+}
+
+// TestRunSessionSummary: a clean finish writes one summary entry with the
+// session's totals; a pause does not (the session goes on later).
+func TestRunSessionSummary(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	fa := &fakeAgent{reply: func(int) agent.Result {
+		return agent.Result{Final: "<promise>COMPLETE</promise>", Usage: agent.Usage{In: 100, Out: 10}, CostUSD: 0.5}
+	}}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	runAll(t, t.Context(), co)
+	lg, err := mdstate.Open(dir).ReadProgress(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := lg.Recent[0]
+	if !strings.HasPrefix(e.Title, "session ") || !strings.HasSuffix(e.Title, " ended") || e.Get("outcome") != "ended (all_done)" ||
+		e.Get("iterations") != "2" || e.Get("tasks") != "2 done" || e.Get("tokens") != "200 in, 20 out" ||
+		e.Get("cost") != "$1.0000" || e.Get("commits") != "0" {
+		t.Fatalf("summary entry %+v", e)
+	}
 }
 
 func status(t testing.TB, tasks *mdstate.Checklist, id string) mdstate.Status {

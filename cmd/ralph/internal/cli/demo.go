@@ -20,7 +20,7 @@ func NewCmdDemo(f *Factory) *cobra.Command {
 		Short: "Watch the whole cycle on a sample project, no agent needed",
 		Long: `Create a small sample project in DIR (default: a new temporary folder) and
 run the real loop on it, with a built-in scripted agent instead of an AI
-agent: it is labelled "demo (scripted, no AI)" everywhere it shows. You see
+agent: it is labelled "scripted demo, no AI" everywhere it shows. You see
 tasks picked in dependency and priority order, the agent's output, and every
 state file written as the work goes, in a few seconds. DIR must be new or
 empty. Afterwards, look at the files in DIR or run 'ralph -C DIR status'.`,
