@@ -232,6 +232,7 @@ prints the result; --json for scripts. It works beside a running session.
 		NewCmdHistory(f),
 		NewCmdRestore(f),
 		NewCmdRun(f),
+		NewCmdResume(f),
 		NewCmdDemo(f),
 	)
 	cmd.InitDefaultCompletionCmd()
