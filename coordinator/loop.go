@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,9 +56,14 @@ type Options struct {
 	// the task with the reason; "skip" skips it at once; "abort" stops the
 	// run with the task back to pending.
 	OnFailure   string
-	MaxAttempts int           // default 3
-	Backoff     time.Duration // first retry's wait; zero: none (ralph run's flag defaults to 2 s)
-	Now         func() time.Time
+	MaxAttempts int // default 3
+	// Breaker stops the run (exit 3) after this many iterations in a row
+	// that neither completed a task nor changed the work tree; 0 means 3,
+	// a negative value turns it off. It starts afresh with every run and
+	// whenever a person edits RALPH_TASKS.md.
+	Breaker int
+	Backoff time.Duration // first retry's wait; zero: none (ralph run's flag defaults to 2 s)
+	Now     func() time.Time
 }
 
 // EventKind names what happened.
@@ -134,6 +140,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 3
 	}
+	if o.Breaker == 0 {
+		o.Breaker = 3
+	}
 	return o
 }
 
@@ -158,6 +167,14 @@ type Coordinator struct {
 	wait    time.Duration // backoff before the next iteration
 	skipped []string      // tasks this run gave up on
 	commits int           // commits this run made
+	// limitWait is the last backoff for a rate limit that named no reset.
+	limitWait time.Duration
+	// stale counts iterations in a row without progress (the breaker);
+	// tree is the work tree's fingerprint after the last iteration, and
+	// lastTasks the task file as ralph last wrote it.
+	stale     int
+	tree      string
+	lastTasks []byte
 }
 
 // New takes the project's coordinator lock (failing at once with
@@ -281,6 +298,14 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 		if r, detail := c.limitReached(); r != "" {
 			return Outcome{Reason: r, Detail: detail, TasksDone: out.TasksDone}, nil
 		}
+		if until := c.session.WaitUntil; !until.IsZero() {
+			if !c.waitLimit(ctx, until) {
+				continue // stopped during the wait
+			}
+		}
+		if r, detail := c.breaker(); r != "" {
+			return Outcome{Reason: r, Detail: detail, TasksDone: out.TasksDone}, nil
+		}
 		if w := c.wait; w > 0 {
 			// The backoff after a failure, only when another iteration
 			// follows; a stop ends it at once.
@@ -298,6 +323,7 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 		if done {
 			out.TasksDone++
 		}
+		c.afterIteration(ctx, done)
 		if c.abort != "" {
 			return Outcome{Reason: StopFailed, Detail: c.abort, TasksDone: out.TasksDone}, nil
 		}
@@ -367,7 +393,12 @@ func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
 // atomic write.
 func (c *Coordinator) saveSession(fn func(e *mdstate.ChecklistEdit) error) error {
 	c.session.Updated = c.opts.Now()
-	_, err := c.p.UpdateChecklist(mdstate.TasksKind, func(e *mdstate.ChecklistEdit) error {
+	after, err := c.p.UpdateChecklist(mdstate.TasksKind, func(e *mdstate.ChecklistEdit) error {
+		// Bytes other than ralph's last write: a person edited the tasks,
+		// so the circuit breaker starts afresh.
+		if c.lastTasks != nil && !bytes.Equal(e.Checklist().Source(), c.lastTasks) {
+			c.stale = 0
+		}
 		if fn != nil {
 			if err := fn(e); err != nil {
 				return err
@@ -377,6 +408,7 @@ func (c *Coordinator) saveSession(fn func(e *mdstate.ChecklistEdit) error) error
 		return e.SetSession(&s)
 	})
 	if err == nil {
+		c.lastTasks = after.Source()
 		c.emit(Event{Kind: EventStateWritten, File: mdstate.TasksFile})
 	}
 	return err
@@ -449,6 +481,12 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 		note = "the agent could not start: " + runErr.Error()
 	case ctx.Err() != nil || res.ErrorKind == "interrupted":
 		outcome, note = "interrupted", fmt.Sprintf("interrupted at %s in iteration %d", c.opts.Now().UTC().Format(time.RFC3339), s.Iteration)
+	case res.ErrorKind == agent.KindRateLimit:
+		// Not the task's fault: wait for the reset and try the same task
+		// again, without counting an attempt.
+		outcome, note = "rate_limited", failureNote(res)
+		s.WaitUntil = c.limitUntil(res.ResetAt)
+		note += "; waiting until " + s.WaitUntil.UTC().Format(time.RFC3339)
 	case res.IsError || res.ErrorKind != "":
 		note = failureNote(res)
 	case rep.Verdict == VerdictComplete:
@@ -729,6 +767,12 @@ func (c *Coordinator) resume() (bool, error) {
 			task = t
 		}
 	}
+	// Killed after iterate marked the task done but before its progress
+	// entry was appended: the entry is written now, before the session
+	// moves on (phase "starting"), so that a kill in between repeats this.
+	if err := c.restoreDoneEntry(old, tasks); err != nil {
+		return false, err
+	}
 	err = c.saveSession(func(e *mdstate.ChecklistEdit) error {
 		if task == nil {
 			return nil
@@ -764,6 +808,46 @@ func (c *Coordinator) resume() (bool, error) {
 	return true, nil
 }
 
+// restoreDoneEntry writes the progress entry of an interrupted session's
+// last iteration when ralph was killed in phase "writing" after saving the
+// task as done but before appending the entry: without it the task would be
+// [x] with no "outcome: done" entry. The entry, if it was written, is the
+// last one that is not about the session itself (only "session ID
+// recovered" and "session ID ended" entries can follow it before the next
+// iteration's first write changes the phase). The restored entry has no
+// duration, tokens or cost: they were lost with ralph (the session totals,
+// saved with the status, include them).
+func (c *Coordinator) restoreDoneEntry(old *mdstate.Session, tasks *mdstate.Checklist) error {
+	if old.Phase != "writing" || old.Task == "" || old.Iteration == 0 {
+		return nil
+	}
+	t := tasks.Find(old.Task)
+	if t == nil || t.Status != mdstate.Done {
+		return nil
+	}
+	log, err := c.p.ReadProgress(1000)
+	if err != nil {
+		return err
+	}
+	title := t.ID + ": " + t.Title
+	for i := len(log.Recent) - 1; i >= 0; i-- {
+		e := &log.Recent[i]
+		if strings.HasPrefix(e.Title, "session "+old.ID+" ") {
+			continue
+		}
+		if e.Title == title && e.Get("iteration") == strconv.Itoa(old.Iteration) {
+			return nil // written before the kill
+		}
+		break
+	}
+	return c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: title, Fields: []mdstate.Field{
+		{Key: "outcome", Value: "done"},
+		{Key: "agent", Value: agentLabel(old.Agent, old.Model)},
+		{Key: "iteration", Value: strconv.Itoa(old.Iteration)},
+		{Key: "note", Value: "written on recovery: ralph was stopped after marking the task done and before writing this entry; its duration, tokens and cost were not recorded"},
+	}})
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "none"
@@ -789,4 +873,95 @@ func (c *Coordinator) summarize(out Outcome) error {
 		fields = append(fields, mdstate.Field{Key: "note", Value: out.Detail})
 	}
 	return c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: "session " + s.ID + " ended", Fields: fields})
+}
+
+// EventWaiting is emitted when the run waits for a usage or rate limit to
+// reset; Text says until when.
+const EventWaiting EventKind = "waiting"
+
+// limitUntil is when to try again after a rate limit: the reset the agent
+// stated, else a backoff that starts at 30 seconds and doubles up to 30
+// minutes.
+func (c *Coordinator) limitUntil(reset time.Time) time.Time {
+	now := c.opts.Now()
+	if reset.After(now) {
+		c.limitWait = 0
+		return reset
+	}
+	c.limitWait = min(max(2*c.limitWait, 30*time.Second), 30*time.Minute)
+	return now.Add(c.limitWait)
+}
+
+// waitLimit waits until the limit resets, with the wait recorded in the
+// session so that a restart goes on waiting. It reports false when the run
+// was stopped during the wait.
+func (c *Coordinator) waitLimit(ctx context.Context, until time.Time) bool {
+	if d := until.Sub(c.opts.Now()); d > 0 {
+		c.session.Phase = "waiting"
+		_ = c.saveSession(nil)
+		c.emit(Event{Kind: EventWaiting, Text: until.UTC().Format(time.RFC3339)})
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+		}
+	}
+	c.session.WaitUntil = time.Time{}
+	return true
+}
+
+// breaker trips after Breaker iterations in a row without progress. A
+// person's edit of RALPH_TASKS.md since ralph's last write starts it afresh
+// (here, and in saveSession, which reads the file before each write): they
+// have steered, so the next iterations deserve a chance.
+func (c *Coordinator) breaker() (StopReason, string) {
+	if c.opts.Breaker < 0 {
+		return "", ""
+	}
+	if cur, err := os.ReadFile(c.p.Path(mdstate.TasksFile)); err == nil && c.lastTasks != nil && !bytes.Equal(cur, c.lastTasks) {
+		c.stale = 0 // edited since ralph's last write
+	}
+	if c.stale >= c.opts.Breaker {
+		return StopLimit, fmt.Sprintf("circuit breaker: %d iterations in a row completed no task and changed nothing in the work tree; edit RALPH_TASKS.md or run again to retry", c.stale)
+	}
+	return "", ""
+}
+
+// afterIteration updates the breaker: progress is a completed task or any
+// change in the work tree. A rate-limited iteration is neither.
+func (c *Coordinator) afterIteration(ctx context.Context, done bool) {
+	tree := treeFingerprint(ctx, c.opts.Root)
+	if c.session.WaitUntil.IsZero() {
+		if done || tree != c.tree {
+			c.stale = 0
+		} else {
+			c.stale++
+		}
+	}
+	c.tree = tree
+}
+
+// treeFingerprint names the work tree's state: the changed paths with their
+// sizes and times, or the top folder's listing without git. The state
+// files and .ralph/ are left out: ralph itself writes them every iteration.
+func treeFingerprint(ctx context.Context, root string) string {
+	paths := dirtyPaths(ctx, root)
+	if paths == nil {
+		entries, _ := os.ReadDir(root)
+		for _, e := range entries {
+			paths = append(paths, e.Name())
+		}
+	}
+	var b strings.Builder
+	for _, p := range paths {
+		if slices.Contains(mdstate.Files, filepath.Base(p)) || strings.HasPrefix(p, mdstate.RuntimeDir) {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(root, p)); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+		} else {
+			b.WriteString(p + " gone\n")
+		}
+	}
+	return b.String()
 }

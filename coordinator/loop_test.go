@@ -436,7 +436,8 @@ func TestRunFailuresAreAttempts(t *testing.T) {
 	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
 	results := []agent.Result{
 		{Final: "I think it works.", ExitCode: 0},
-		{IsError: true, ErrorKind: agent.KindRateLimit, APIStatus: 429, ErrorText: "API Error: Request rejected (429)"},
+		// A rate limit that resets at once: waited for, not an attempt.
+		{IsError: true, ErrorKind: agent.KindRateLimit, APIStatus: 429, ErrorText: "API Error: Request rejected (429)", ResetAt: time.Now().Add(500 * time.Millisecond)},
 		{IsError: true, ErrorKind: agent.KindCrashed, ExitCode: 3, ErrorText: "boom"},
 	}
 	fa := &fakeAgent{reply: func(n int) agent.Result { return results[n-1] }}
@@ -449,14 +450,15 @@ func TestRunFailuresAreAttempts(t *testing.T) {
 	it := tasks.Find("T1")
 	want := []string{
 		"the agent ended without <promise>COMPLETE</promise> (exit code 0 is not completion)",
-		"usage or rate limit (HTTP 429): API Error: Request rejected (429)",
+		"usage or rate limit (HTTP 429): API Error: Request rejected (429); waiting until " + results[1].ResetAt.UTC().Format(time.RFC3339),
 		"the agent crashed (exit code 3): boom",
 	}
-	if it.Status != mdstate.Pending || it.Attempts != 3 || strings.Join(it.Notes, "\n") != strings.Join(want, "\n") {
+	if it.Status != mdstate.Pending || it.Attempts != 2 || strings.Join(it.Notes, "\n") != strings.Join(want, "\n") {
 		t.Errorf("T1: %v, %d attempts, notes %q", it.Status, it.Attempts, it.Notes)
 	}
+	outcomes := []string{"failed", "rate_limited", "failed"}
 	for i, e := range log.Recent {
-		if e.Get("outcome") != "failed" || e.Get("note") != want[i] {
+		if e.Get("outcome") != outcomes[i] || e.Get("note") != want[i] {
 			t.Errorf("entry %d: %+v", i+1, e)
 		}
 	}

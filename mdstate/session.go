@@ -55,7 +55,10 @@ type Session struct {
 	// pid.
 	ChildStart uint64
 	Reason     string
-	Line       int // 1-based line of the "## Session" heading
+	// WaitUntil is set while the session waits for a usage or rate limit
+	// to reset: a restart during the wait goes on waiting.
+	WaitUntil time.Time
+	Line      int // 1-based line of the "## Session" heading
 	// Extra keeps lines ralph does not know, in order, so they survive.
 	Extra []Field
 }
@@ -173,6 +176,12 @@ func (s *Session) set(key, val string) error {
 		} else {
 			s.Child = n
 		}
+	case "wait":
+		t, terr := time.Parse(time.RFC3339, strings.TrimSpace(strings.TrimPrefix(val, "until")))
+		if terr != nil {
+			return fmt.Errorf("wait %q is not like \"until 2026-11-22T10:32:00Z\"", val)
+		}
+		s.WaitUntil = t
 	case "reason":
 		s.Reason = val
 	default:
@@ -221,6 +230,9 @@ func (s *Session) Render(eol string) []byte {
 			child += " (start " + strconv.FormatUint(s.ChildStart, 10) + ")"
 		}
 		kv("child", child)
+	}
+	if !s.WaitUntil.IsZero() {
+		kv("wait", "until "+s.WaitUntil.UTC().Format(time.RFC3339))
 	}
 	kv("reason", s.Reason)
 	for _, f := range s.Extra {

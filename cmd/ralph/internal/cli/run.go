@@ -35,6 +35,7 @@ type RunOptions struct {
 	NewSession                   bool
 	OnFailure                    string
 	MaxAttempts                  int
+	Breaker                      int
 	Backoff                      time.Duration
 }
 
@@ -110,7 +111,7 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 			}
 			opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
 				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
-				NewSession: o.NewSession, OnFailure: o.OnFailure, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff}
+				NewSession: o.NewSession, OnFailure: o.OnFailure, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker}
 			if !f.Env.Now.IsZero() {
 				now := f.Env.Now
 				opts.Now = func() time.Time { return now }
@@ -166,6 +167,7 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 	fl.StringVar(&o.OnFailure, "on-failure", "retry", "after a failed attempt: `POLICY` retry (then skip once --max-attempts are used), skip, or abort")
 	fl.IntVar(&o.MaxAttempts, "max-attempts", 3, "failed attempts per task before it is skipped (`N`)")
 	fl.DurationVar(&o.Backoff, "backoff", 2*time.Second, "wait before the first retry (`DURATION`), doubling up to a minute")
+	fl.IntVar(&o.Breaker, "breaker", 3, "stop after `N` iterations in a row that complete no task and change no file (-1: never)")
 	return cmd
 }
 
@@ -181,6 +183,8 @@ type runDisplay struct {
 	tool   string
 	tokens int64
 	since  time.Time
+	// waitUntil is set while the run waits for a limit to reset.
+	waitUntil time.Time
 }
 
 func newRunDisplay(f *Factory, asJSON bool) *runDisplay {
@@ -221,6 +225,12 @@ func (d *runDisplay) clear() {
 
 // draw redraws the status line: task, elapsed time, current tool, tokens.
 func (d *runDisplay) draw() {
+	if d.tty && !d.waitUntil.IsZero() {
+		line := fmt.Sprintf("⏸ %s left", time.Until(d.waitUntil).Round(time.Second))
+		fmt.Fprint(d.f.IO.ErrOut, "\r\033[K"+line)
+		d.status = line
+		return
+	}
 	if !d.tty || d.task == "" {
 		return
 	}
@@ -245,8 +255,12 @@ func (d *runDisplay) show(ev coordinator.Event) {
 	switch ev.Kind {
 	case coordinator.EventResumed:
 		fmt.Fprintf(w, "↻ %s\n", ev.Text)
+	case coordinator.EventWaiting:
+		until, _ := time.Parse(time.RFC3339, ev.Text)
+		d.task, d.tool, d.waitUntil = "", "", until
+		fmt.Fprintf(w, "⏸ usage or rate limit: waiting until %s (Ctrl-C stops; `ralph run` goes on waiting)\n", until.Local().Format("15:04:05"))
 	case coordinator.EventTaskStarted:
-		d.task, d.tool, d.tokens, d.since = ev.Task, "", 0, time.Now()
+		d.task, d.tool, d.tokens, d.since, d.waitUntil = ev.Task, "", 0, time.Now(), time.Time{}
 		fmt.Fprintf(w, "▶ %s: %s (iteration %d)\n", ev.Task, ev.Title, ev.Iteration)
 	case coordinator.EventAgentText:
 		for _, l := range strings.Split(strings.TrimRight(ev.Text, "\n"), "\n") {
