@@ -238,6 +238,20 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 		return out, err
 	}
 	if !resumed {
+		// Nothing to do: no session is opened and nothing is written.
+		tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
+		if err != nil {
+			return out, err
+		}
+		if _, stop := c.pick(tasks); stop != nil {
+			prev, _ := tasks.Session()
+			if prev != nil {
+				stop.Session = *prev
+				stop.Iterations = prev.Iteration
+			}
+			c.emit(Event{Kind: EventStopped, Reason: string(stop.Reason), Text: stop.Detail})
+			return *stop, nil
+		}
 		c.session = mdstate.Session{
 			ID: c.started.UTC().Format("20060102-150405"), Status: "running", Phase: "starting",
 			MaxIterations: c.opts.MaxIterations, Agent: c.opts.Agent.Name(), Model: c.opts.Model,
@@ -255,7 +269,13 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 	}
 	defer func() {
 		if c.session.Status != "" && out.Reason != StopInterrupted && out.Reason != StopPaused && err == nil {
-			err = c.summarize(out)
+			// "ending" first: a crash between the summary and the final
+			// save is then ended on the next start, not resumed (which
+			// would write a second summary).
+			c.session.Phase, c.session.Reason = "ending", string(out.Reason)
+			if err = c.saveSession(nil); err == nil {
+				err = c.summarize(out)
+			}
 		}
 		c.session.Phase = ""
 		c.session.Child = 0
@@ -731,6 +751,9 @@ func (c *Coordinator) resume() (bool, error) {
 	if old == nil || (old.Status != "running" && old.Status != "interrupted" && old.Status != "paused") {
 		return false, nil
 	}
+	if old.Status != "paused" && old.Phase == "ending" {
+		return false, c.finishEnded(old)
+	}
 	interrupted := old.Status != "paused"
 	s := *old
 	s.Status, s.Phase, s.Reason, s.PID, s.Line = "running", "starting", "", os.Getpid(), 0
@@ -872,7 +895,11 @@ func (c *Coordinator) summarize(out Outcome) error {
 	if out.Detail != "" {
 		fields = append(fields, mdstate.Field{Key: "note", Value: out.Detail})
 	}
-	return c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: "session " + s.ID + " ended", Fields: fields})
+	if err := c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: "session " + s.ID + " ended", Fields: fields}); err != nil {
+		return err
+	}
+	c.emit(Event{Kind: EventStateWritten, File: mdstate.ProgressFile})
+	return nil
 }
 
 // EventWaiting is emitted when the run waits for a usage or rate limit to
@@ -964,4 +991,33 @@ func treeFingerprint(ctx context.Context, root string) string {
 		}
 	}
 	return b.String()
+}
+
+// finishEnded completes a session that was killed while it ended: its
+// summary entry is written if the kill came before it, and the session is
+// recorded as ended. The run then starts a new session.
+func (c *Coordinator) finishEnded(old *mdstate.Session) error {
+	log, err := c.p.ReadProgress(1)
+	if err != nil {
+		return err
+	}
+	if n := len(log.Recent); n == 0 || log.Recent[n-1].Title != "session "+old.ID+" ended" {
+		reason := old.Reason
+		if reason == "" {
+			reason = "unknown"
+		}
+		if err := c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: "session " + old.ID + " ended", Fields: []mdstate.Field{
+			{Key: "outcome", Value: "ended (" + reason + ")"},
+			{Key: "session", Value: old.ID},
+			{Key: "iterations", Value: strconv.Itoa(old.Iteration)},
+			{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", old.TokensIn, old.TokensOut)},
+			{Key: "cost", Value: fmt.Sprintf("$%.4f", old.CostUSD)},
+			{Key: "note", Value: "written on the next start: ralph was stopped while it ended the session"},
+		}}); err != nil {
+			return err
+		}
+	}
+	c.session = *old
+	c.session.Status, c.session.Phase, c.session.Child, c.session.ChildStart, c.session.Line = "ended", "", 0, 0, 0
+	return c.saveSession(nil)
 }

@@ -202,7 +202,8 @@ func TestRunEventsInOrder(t *testing.T) {
 	want := []string{"state_written RALPH_TASKS.md"}
 	want = append(want, iteration("T1")...)
 	want = append(want, iteration("T2")...)
-	want = append(want, "state_written RALPH_TASKS.md", "stopped all_done")
+	// Ending: the "ending" phase, the summary entry, the session ended.
+	want = append(want, "state_written RALPH_TASKS.md", "state_written RALPH_PROGRESS.md", "state_written RALPH_TASKS.md", "stopped all_done")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -393,6 +394,13 @@ func TestRunTaskID(t *testing.T) {
 			}
 			if tc.calls == 1 && !strings.Contains(fa.prompt(1), "## Current task\n\nT2: Second") {
 				t.Errorf("prompt:\n%s", fa.prompt(1))
+			}
+			if tc.calls == 0 {
+				// Nothing to do: no session opened, nothing written.
+				if data, _ := os.ReadFile(filepath.Join(dir, "RALPH_TASKS.md")); string(data) != tasks {
+					t.Fatalf("RALPH_TASKS.md changed:\n%s", data)
+				}
+				return
 			}
 			cl, _, _ := loadState(t, dir)
 			want := map[string]mdstate.Status{"T1": mdstate.Pending, "T2": mdstate.Pending, "T3": mdstate.Done}

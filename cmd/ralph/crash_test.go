@@ -1,0 +1,464 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// crashTasks is the task list of every round: eight tasks, some waiting
+// for others.
+const crashTasks = `# Tasks
+
+- [ ] T1: Model the cart
+- [ ] T2: Price the cart
+  - after: T1
+- [ ] T3: Take card payments
+  - after: T2
+- [ ] T4: Write the README
+- [ ] T5: Add refunds
+  - after: T3
+- [ ] T6: Send receipts
+  - after: T3, T4
+- [ ] T7: Log in
+- [ ] T8: Ship it
+  - after: T5, T6, T7
+`
+
+// crashAgent is the child agent: it finds its task in the prompt, records
+// its pid before it sleeps 0-90 ms, records the run, and completes.
+const crashAgent = `prompt=$(cat)
+task=$(printf '%s\n' "$prompt" | awk '/^## Current task/{f=1;next} f&&NF{print;exit}' | grep -o 'T[0-9][0-9]*' | head -n 1)
+echo $$ >> agent-pids.log
+sleep 0.0$(od -An -N1 -tu1 /dev/urandom | tr -d ' ' | cut -c1)
+echo "$task $$" >> agent-runs.log
+echo "<promise>COMPLETE</promise>"
+`
+
+const (
+	crashMinKills = 150
+	crashTaskN    = 8
+	crashBudget   = 60 * time.Second
+)
+
+// crashStats are the figures the test reports.
+type crashStats struct {
+	kills, survived, corrupted, redone, orphans int
+	rounds                                      int
+	restored                                    int             // done entries resume wrote after a kill
+	toFirstTask                                 []time.Duration // recovery runs: start to first task_started
+}
+
+// firstEventWriter records when the first task_started event appears on
+// ralph run --json's stdout.
+type firstEventWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	first time.Time
+}
+
+func (w *firstEventWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if w.first.IsZero() && bytes.Contains(w.buf.Bytes(), []byte(`"event":"task_started"`)) {
+		w.first = time.Now()
+	}
+	return len(p), nil
+}
+
+func (w *firstEventWriter) firstAt() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.first
+}
+
+// TestCrashRecovery SIGKILLs `ralph run` (ralph alone, as a crash would)
+// at random moments, over and over, and checks after every kill that the
+// state files parse, that the session reads as interrupted, and that no
+// agent outlived ralph; then that the work finishes with every task done
+// exactly once and the session's counters right. Rounds on fresh projects
+// repeat until at least crashMinKills kills. RALPH_CRASH_SEED fixes the
+// random delays.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping: -short; the crash test kills ralph 150+ times and takes up to a minute")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("RALPH_CRASH_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("RALPH_CRASH_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d (rerun with RALPH_CRASH_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+
+	bin := buildRalph(t)
+	env := append(os.Environ(), "HOME="+t.TempDir())
+	var st crashStats
+	start := time.Now()
+	for st.kills < crashMinKills {
+		if time.Since(start) > crashBudget {
+			t.Fatalf("only %d kills in %s (want %d)", st.kills, crashBudget, crashMinKills)
+		}
+		st.rounds++
+		crashRound(t, bin, env, rng, &st)
+		if t.Failed() {
+			break
+		}
+	}
+
+	slices.Sort(st.toFirstTask)
+	median := time.Duration(0)
+	if len(st.toFirstTask) > 0 {
+		median = st.toFirstTask[len(st.toFirstTask)/2]
+	}
+	t.Logf("seed %d: %d rounds; kills inflicted %d; crashes survived %d; files corrupted %d; completed tasks redone %d; orphaned children %d; done entries restored on recovery %d; recovery to first task_started: median %s over %d runs",
+		seed, st.rounds, st.kills, st.survived, st.corrupted, st.redone, st.orphans, st.restored, median.Round(time.Microsecond), len(st.toFirstTask))
+	fmt.Printf("crash-recovery: seed=%d rounds=%d kills=%d survived=%d corrupted=%d redone=%d orphans=%d restored=%d recovery-median=%s (n=%d)\n",
+		seed, st.rounds, st.kills, st.survived, st.corrupted, st.redone, st.orphans, st.restored, median.Round(time.Microsecond), len(st.toFirstTask))
+	if st.survived != st.kills || st.corrupted != 0 || st.redone != 0 || st.orphans != 0 {
+		t.Errorf("want every kill survived and nothing corrupted, redone or orphaned")
+	}
+}
+
+// crashRound runs one fresh project to completion under random kills.
+func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *crashStats) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range map[string]string{mdstate.TasksFile: crashTasks, "agent.sh": crashAgent} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"run", "--json", "--agent", "exec", "--agent-cmd", "sh agent.sh", "--backoff", "0s", "--max-attempts", "100"}
+	checkedPids := 0
+	recovering := false // the last run was killed
+	ended := false
+	for run := 0; !ended; run++ {
+		if run > 200 {
+			t.Fatalf("round %d: no end after %d runs", st.rounds, run)
+		}
+		// Past the minimum, a round is let run to completion.
+		kill := st.kills < crashMinKills
+		var stdout firstEventWriter
+		var stderr bytes.Buffer
+		started := time.Now()
+		p, err := proc.Start(context.Background(), proc.Cmd{Name: bin, Args: args, Dir: dir, Env: env}, &stdout, &stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		killed := false
+		if kill {
+			delay := time.Duration(rng.IntN(81)) * time.Millisecond
+			select {
+			case <-p.Done():
+			case <-time.After(delay):
+				// ESRCH: ralph exited (and was reaped) just now, unkilled.
+				if err := p.Signal(syscall.SIGKILL); err == nil {
+					killed = true
+				} else if !errors.Is(err, syscall.ESRCH) {
+					t.Fatalf("kill ralph: %v", err)
+				}
+			}
+		}
+		werr := p.Wait(30 * time.Second)
+		code := p.ExitCode()
+		if first := stdout.firstAt(); recovering && !first.IsZero() {
+			st.toFirstTask = append(st.toFirstTask, first.Sub(started))
+		}
+		if recovering {
+			// The previous kill is survived when this run recovered: it
+			// ran until we killed it, or to a clean end.
+			if killed || code == 0 {
+				st.survived++
+			} else {
+				t.Errorf("round %d run %d: ralph run after a kill: exit %d, %v\n%s", st.rounds, run, code, werr, stderr.Bytes())
+				return
+			}
+		}
+		if !killed {
+			if code != 0 {
+				t.Fatalf("round %d run %d: ralph run: exit %d, %v\n%s", st.rounds, run, code, werr, stderr.Bytes())
+			}
+			if !bytes.Contains(stdout.buf.Bytes(), []byte(`"reason":"all_done"`)) {
+				t.Fatalf("round %d run %d: ralph run exited 0 without all_done:\n%s", st.rounds, run, stdout.buf.Bytes())
+			}
+			break
+		}
+		st.kills++
+		recovering = true
+		status := crashCheckKill(t, bin, env, dir, st, &checkedPids)
+		if t.Failed() {
+			t.Logf("round %d run %d: killed after a delay; stderr:\n%s", st.rounds, run, stderr.Bytes())
+			return
+		}
+		// A run killed after it saved "ended" finished the session: another
+		// `ralph run` would start a new one.
+		ended = status == "ended"
+	}
+	crashCheckEnd(t, dir, st)
+	if ended && !t.Failed() {
+		// The last kill came after the session ended; the end checks
+		// are its recovery.
+		st.survived++
+	}
+}
+
+// crashCheckKill checks the project right after a kill and returns the
+// session status `ralph status --json` reports.
+func crashCheckKill(t *testing.T, bin string, env []string, dir string, st *crashStats, checkedPids *int) string {
+	t.Helper()
+	// RALPH_TASKS.md is only ever replaced atomically: it parses as is,
+	// before any recovery.
+	raw, err := os.ReadFile(filepath.Join(dir, mdstate.TasksFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := mdstate.ParseChecklist(mdstate.TasksKind, raw)
+	if err != nil {
+		st.corrupted++
+		t.Errorf("%s does not parse without recovery: %v\n%s", mdstate.TasksFile, err, raw)
+		return ""
+	}
+	if n := len(tasks.Items); n != crashTaskN {
+		st.corrupted++
+		t.Errorf("%s has %d tasks, want %d:\n%s", mdstate.TasksFile, n, crashTaskN, raw)
+	}
+	sess, _ := tasks.Session()
+
+	res, err := proc.Run(context.Background(), proc.Cmd{Name: bin, Args: []string{"status", "--json"}, Dir: dir, Env: env})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("ralph status --json: exit %d, %v\n%s", res.ExitCode, err, res.Stderr)
+	}
+	var sj struct {
+		Session *struct {
+			Status string `json:"status"`
+		} `json:"session"`
+	}
+	if err := json.Unmarshal(res.Stdout, &sj); err != nil {
+		t.Fatalf("ralph status --json: %v\n%s", err, res.Stdout)
+	}
+	status := ""
+	switch {
+	case sj.Session == nil && sess == nil:
+		// Killed before the new session's first write: nothing to resume.
+	case sj.Session == nil:
+		t.Errorf("ralph status --json shows no session; %s has one", mdstate.TasksFile)
+	case sj.Session.Status != "interrupted" && sj.Session.Status != "ended":
+		t.Errorf("after a kill, ralph status --json says the session is %q, want interrupted (or ended)", sj.Session.Status)
+	default:
+		status = sj.Session.Status
+	}
+
+	// Every state file parses once a torn append is finished.
+	p := mdstate.Open(dir)
+	if err := p.Recover(); err != nil {
+		st.corrupted++
+		t.Errorf("Recover: %v", err)
+	}
+	for _, k := range []struct {
+		kind mdstate.Kind
+		file string
+	}{{mdstate.TasksKind, mdstate.TasksFile}, {mdstate.GoalsKind, mdstate.GoalsFile}, {mdstate.TodoKind, mdstate.TodoFile}} {
+		data, err := os.ReadFile(filepath.Join(dir, k.file))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			_, err = mdstate.ParseChecklist(k.kind, data)
+		}
+		if err != nil {
+			st.corrupted++
+			t.Errorf("%s: %v", k.file, err)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, mdstate.AgentFile)); err == nil {
+		if _, err := mdstate.ParseAgent(data); err != nil {
+			st.corrupted++
+			t.Errorf("%s: %v", mdstate.AgentFile, err)
+		}
+	}
+	if log, err := p.ReadProgress(1 << 20); err != nil {
+		st.corrupted++
+		t.Errorf("%s: %v", mdstate.ProgressFile, err)
+	} else if len(log.Recent) != log.Entries {
+		t.Errorf("%s: read %d of %d entries", mdstate.ProgressFile, len(log.Recent), log.Entries)
+	}
+
+	// Every agent started so far is gone within a second (the
+	// parent-death signal), or a zombie.
+	pids := crashLines(t, filepath.Join(dir, "agent-pids.log"))
+	for _, line := range pids[*checkedPids:] {
+		pid, err := strconv.Atoi(line)
+		if err != nil {
+			t.Errorf("agent-pids.log: %q", line)
+			continue
+		}
+		deadline := time.Now().Add(time.Second)
+		for crashAlive(pid) {
+			if time.Now().After(deadline) {
+				st.orphans++
+				t.Errorf("agent %d is still running a second after ralph was killed", pid)
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	*checkedPids = len(pids)
+	return status
+}
+
+// crashAlive reports whether pid runs and is not a zombie.
+func crashAlive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	f := strings.Fields(string(data[i+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+func crashLines(t *testing.T, path string) []string {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(strings.ReplaceAll(string(data), "\n", " \n"))
+}
+
+var (
+	crashTaskTitle = regexp.MustCompile(`^(T[0-9]+): `)
+	crashTokens    = regexp.MustCompile(`^([0-9]+) in, ([0-9]+) out$`)
+)
+
+// crashCheckEnd checks a finished round: every task done, each exactly
+// once in the progress log, and the session's counters.
+func crashCheckEnd(t *testing.T, dir string, st *crashStats) {
+	t.Helper()
+	p := mdstate.Open(dir)
+	if err := p.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range tasks.Items {
+		if it.Status != mdstate.Done {
+			t.Errorf("round %d: %s is %s, want done", st.rounds, it.ID, it.Status)
+		}
+	}
+	sess, _ := tasks.Session()
+	if sess == nil || sess.Status != "ended" {
+		t.Fatalf("round %d: session %+v, want ended", st.rounds, sess)
+	}
+	log, err := p.ReadProgress(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The iteration counter. iterate increments it and saves it in the
+	// same atomic write that marks the task in progress; an iteration
+	// exists from that write on. It then ends in one of two ways: its own
+	// "Tn: title" entry (with "iteration: N"), or a kill, after which the
+	// next start's resume writes a "session … recovered" entry naming the
+	// iteration the session was at ("iteration: N") before the session can
+	// go on to N+1. (A kill during resume itself leaves the session
+	// "running" at N, so the next start writes that entry again; a kill
+	// after the Tn entry but before iteration N+1's first write names N a
+	// second time too.) So the iterations named by task and recovered
+	// entries are exactly 1..final, and no two task entries name the same
+	// iteration. Recovered entries naming 0 come from kills before the
+	// first iteration.
+	named := map[int]bool{}
+	taskIters := map[int]string{}
+	doneCount := map[string]int{}
+	var tokIn, tokOut int64
+	restored := 0
+	for _, e := range log.Recent {
+		n, _ := strconv.Atoi(e.Get("iteration"))
+		if m := crashTaskTitle.FindStringSubmatch(e.Title); m != nil {
+			if prev, dup := taskIters[n]; dup {
+				t.Errorf("round %d: iteration %d has two task entries (%s, %s)", st.rounds, n, prev, m[1])
+			}
+			taskIters[n] = m[1]
+			named[n] = true
+			if e.Get("outcome") == "done" {
+				doneCount[m[1]]++
+			}
+			if e.Get("tokens") == "" && strings.HasPrefix(e.Get("note"), "written on recovery") {
+				// Restored by resume after a kill between the task's done
+				// write and its entry: no tokens recorded.
+				restored++
+				continue
+			}
+			tm := crashTokens.FindStringSubmatch(e.Get("tokens"))
+			if tm == nil {
+				t.Errorf("round %d: %s: tokens %q", st.rounds, e.Title, e.Get("tokens"))
+				continue
+			}
+			in, _ := strconv.ParseInt(tm[1], 10, 64)
+			out, _ := strconv.ParseInt(tm[2], 10, 64)
+			tokIn, tokOut = tokIn+in, tokOut+out
+			continue
+		}
+		if e.Get("outcome") == "recovered" {
+			if e.Get("session") != sess.ID {
+				t.Errorf("round %d: recovered entry for session %s, the session is %s", st.rounds, e.Get("session"), sess.ID)
+			}
+			if n > 0 {
+				named[n] = true
+			}
+		}
+	}
+	for i := 1; i <= sess.Iteration; i++ {
+		if !named[i] {
+			t.Errorf("round %d: iteration %d of %d has no progress entry", st.rounds, i, sess.Iteration)
+		}
+	}
+	for n := range named {
+		if n > sess.Iteration {
+			t.Errorf("round %d: progress names iteration %d, the session counter is %d", st.rounds, n, sess.Iteration)
+		}
+	}
+	for _, it := range tasks.Items {
+		switch c := doneCount[it.ID]; {
+		case c > 1:
+			st.redone += c - 1
+			t.Errorf("round %d: %s has %d done entries", st.rounds, it.ID, c)
+		case c == 0:
+			t.Errorf("round %d: %s is [x] but has no done entry in %s", st.rounds, it.ID, mdstate.ProgressFile)
+		}
+	}
+	// The exec agent reports no usage: the totals are 0, and equal the sum.
+	if sess.TokensIn != tokIn || sess.TokensOut != tokOut || tokIn != 0 || tokOut != 0 {
+		t.Errorf("round %d: session tokens %d in, %d out; entries sum to %d in, %d out (want 0, 0)", st.rounds, sess.TokensIn, sess.TokensOut, tokIn, tokOut)
+	}
+	runs := crashLines(t, filepath.Join(dir, "agent-runs.log"))
+	st.restored += restored
+	t.Logf("round %d: session %s, %d iterations, %d task entries (%d restored on recovery), %d agent runs recorded, %d progress entries",
+		st.rounds, sess.ID, sess.Iteration, len(taskIters), restored, len(runs)/2, log.Entries)
+}
