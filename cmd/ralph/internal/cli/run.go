@@ -105,6 +105,18 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 				}
 				return err
 			}
+			// Continuing a session: the agent and model it used, unless
+			// told otherwise (an exec agent needs its --agent-cmd again).
+			if !o.NewSession && o.Agent == "" && o.AgentCmd == "" && f.Env.Agent == "" {
+				if tasks, err := p.LoadChecklist(mdstate.TasksKind); err == nil {
+					if s, _ := tasks.Session(); s != nil && s.Status != "ended" && s.Agent == "claude" {
+						o.Agent = s.Agent
+						if o.Model == "" {
+							o.Model = s.Model
+						}
+					}
+				}
+			}
 			ag, err := pickAgent(f, o.Agent, o.AgentCmd)
 			if err != nil {
 				return err
