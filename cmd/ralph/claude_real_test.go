@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -123,12 +124,16 @@ func TestRealClaudeLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if log.Entries != 2 {
-		t.Fatalf("%d progress entries, want 2", log.Entries)
+	// One entry per task, then the session's summary.
+	if log.Entries != 3 {
+		t.Fatalf("%d progress entries, want 3", log.Entries)
 	}
-	for i, e := range log.Recent {
+	for i, e := range log.Recent[:2] {
 		if e.Get("outcome") != "done" || !strings.HasPrefix(e.Title, []string{"T1", "T2"}[i]+":") || e.Get("tokens") == "0 in, 0 out" {
 			t.Errorf("entry %d: %+v", i+1, e)
 		}
+	}
+	if sum := log.Recent[2]; sum.Get("outcome") != "ended (all_done)" || sum.Get("tasks") != "2 done" || sum.Get("tokens") != fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut) {
+		t.Errorf("summary entry %+v", sum)
 	}
 }
