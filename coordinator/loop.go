@@ -190,7 +190,6 @@ func New(opts Options) (*Coordinator, error) {
 		return nil, err
 	}
 	p := mdstate.Open(opts.Root)
-	p.Now = opts.Now
 	return &Coordinator{opts: opts, p: p, lock: lock, events: make(chan Event, 256)}, nil
 }
 
@@ -571,7 +570,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	}
 	entry := mdstate.Entry{Time: c.opts.Now(), Title: id + ": " + title, Fields: []mdstate.Field{
 		{Key: "outcome", Value: outcome},
-		{Key: "agent", Value: agentLabel(c.opts.Agent.Name(), c.opts.Model)},
+		{Key: "agent", Value: AgentLabel(c.opts.Agent.Name(), c.opts.Model)},
 		{Key: "iteration", Value: strconv.Itoa(s.Iteration)},
 		{Key: "duration", Value: took.Round(time.Second).String()},
 		{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", res.Usage.In, res.Usage.Out)},
@@ -678,7 +677,8 @@ func failureNote(res agent.Result) string {
 	return "the agent reported an error (" + res.ErrorKind + ")"
 }
 
-func agentLabel(name, model string) string {
+// AgentLabel is how an agent is named in the files: "claude (sonnet)".
+func AgentLabel(name, model string) string {
 	if model == "" {
 		return name
 	}
@@ -865,7 +865,7 @@ func (c *Coordinator) restoreDoneEntry(old *mdstate.Session, tasks *mdstate.Chec
 	}
 	return c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: title, Fields: []mdstate.Field{
 		{Key: "outcome", Value: "done"},
-		{Key: "agent", Value: agentLabel(old.Agent, old.Model)},
+		{Key: "agent", Value: AgentLabel(old.Agent, old.Model)},
 		{Key: "iteration", Value: strconv.Itoa(old.Iteration)},
 		{Key: "note", Value: "written on recovery: ralph was stopped after marking the task done and before writing this entry; its duration, tokens and cost were not recorded"},
 	}})

@@ -42,7 +42,6 @@ type OneShotResult struct {
 func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error) {
 	o = o.withDefaults()
 	p := mdstate.Open(o.Root)
-	p.Now = o.Now
 	if err := p.Recover(); err != nil {
 		return OneShotResult{}, err
 	}
@@ -109,7 +108,7 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 	out.Todos = append(out.Todos, rep.Todos...)
 	entry := mdstate.Entry{Time: o.Now(), Title: "one-shot: " + oneLineText(task), Fields: []mdstate.Field{
 		{Key: "outcome", Value: out.Status},
-		{Key: "agent", Value: agentLabel(out.Agent, o.Model)},
+		{Key: "agent", Value: AgentLabel(out.Agent, o.Model)},
 		{Key: "duration", Value: (time.Duration(out.DurationMS) * time.Millisecond).Round(time.Second).String()},
 		{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", out.TokensIn, out.TokensOut)},
 		{Key: "cost", Value: fmt.Sprintf("$%.4f", out.CostUSD)},

@@ -49,15 +49,8 @@ func (r *Repo) Log(ctx context.Context, n int) (_ []Commit, err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	head, ok, err := r.headHash()
-	if err != nil || !ok {
-		return nil, err
-	}
-	w, err := r.newWalker()
-	if err != nil {
-		return nil, err
-	}
-	if err := w.start(head, flagSeen); err != nil {
+	w, err := r.walkFromHead()
+	if w == nil {
 		return nil, err
 	}
 	var out []Commit
@@ -205,15 +198,8 @@ func (r *Repo) StateCommits(ctx context.Context, paths []string, n int) (_ []Com
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	head, ok, err := r.headHash()
-	if err != nil || !ok {
-		return nil, err
-	}
-	w, err := r.newWalker()
-	if err != nil {
-		return nil, err
-	}
-	if err := w.start(head, flagSeen); err != nil {
+	w, err := r.walkFromHead()
+	if w == nil {
 		return nil, err
 	}
 	// Each commit's entries are needed once as a child and once per child
@@ -395,6 +381,23 @@ func (w *walker) mark(c *object.Commit, flag uint8) {
 	w.flags[c.Hash] |= flag
 	w.seq++
 	heap.Push(&w.q, queued{c, w.seq})
+}
+
+// walkFromHead starts a walk of everything reachable from HEAD; it returns
+// a nil walker (and no error) when HEAD has no commit yet.
+func (r *Repo) walkFromHead() (*walker, error) {
+	head, ok, err := r.headHash()
+	if err != nil || !ok {
+		return nil, err
+	}
+	w, err := r.newWalker()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.start(head, flagSeen); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func (w *walker) pop() *object.Commit { return heap.Pop(&w.q).(queued).c }

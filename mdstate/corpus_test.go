@@ -384,7 +384,6 @@ func checkOnlyIDsWritten(t *testing.T, c *Checklist, src, out []byte) {
 func projectWith(t *testing.T, name string, data []byte) *Project {
 	t.Helper()
 	p := Open(t.TempDir())
-	p.Now = func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
 	if err := os.WriteFile(p.Path(name), data, 0o644); err != nil {
 		t.Fatal(err)
 	}

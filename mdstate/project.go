@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 )
 
 // The five state files, in the order ralph shows them.
@@ -62,8 +61,6 @@ func FindRoot(dir string) (root string, found bool) {
 // Project is the state of one project: its five files.
 type Project struct {
 	Root string
-	// Now is the clock; tests set it. Nil means time.Now.
-	Now func() time.Time
 
 	mu sync.Mutex
 	// parsed holds the last parse of each checklist ralph read or wrote.
@@ -102,13 +99,6 @@ func (p *Project) remember(c *Checklist) {
 // Open returns the project rooted at root.
 func Open(root string) *Project {
 	return &Project{Root: root}
-}
-
-func (p *Project) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
-	}
-	return time.Now()
 }
 
 // Path returns the path of a state file.

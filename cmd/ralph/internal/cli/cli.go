@@ -66,17 +66,12 @@ func (f *Factory) Project() (*mdstate.Project, bool) {
 	dir := f.Env.Dir
 	if f.dir != "" {
 		dir = f.dir
-		if !strings.HasPrefix(dir, "/") {
-			dir = f.Env.Dir + "/" + dir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(f.Env.Dir, dir)
 		}
 	}
 	root, found := mdstate.FindRoot(dir)
-	p := mdstate.Open(root)
-	if !f.Env.Now.IsZero() {
-		now := f.Env.Now
-		p.Now = func() time.Time { return now }
-	}
-	return p, found
+	return mdstate.Open(root), found
 }
 
 // warn prints warnings to ErrOut, one per line, in file and line order.
@@ -162,10 +157,6 @@ func reportError(f *Factory, cmd *cobra.Command, err error) int {
 	}
 	if errors.Is(err, mdstate.ErrVerify) {
 		fmt.Fprintf(f.IO.ErrOut, "ralph: nothing was written: %v\nThis is a bug in ralph; please report it with the file attached.\n", err)
-		return ExitFailure
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(f.IO.ErrOut, "ralph: %v\n", err)
 		return ExitFailure
 	}
 	fmt.Fprintf(f.IO.ErrOut, "ralph: %v\n", err)

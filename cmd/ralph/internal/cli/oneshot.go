@@ -48,7 +48,7 @@ func addOneShot(f *Factory, root *cobra.Command) {
 			if len(res.FilesChanged) > 0 {
 				fmt.Fprintf(f.IO.ErrOut, "  changed: %s\n", strings.Join(res.FilesChanged, ", "))
 			}
-			fmt.Fprintf(f.IO.ErrOut, "  %s · %d in, %d out tokens · $%.4f · %.1fs\n", agentName2(res), res.TokensIn, res.TokensOut, res.CostUSD, float64(res.DurationMS)/1000)
+			fmt.Fprintf(f.IO.ErrOut, "  %s · %d in, %d out tokens · $%.4f · %.1fs\n", coordinator.AgentLabel(res.Agent, res.Model), res.TokensIn, res.TokensOut, res.CostUSD, float64(res.DurationMS)/1000)
 		}
 		switch res.Status {
 		case "complete":
@@ -63,11 +63,4 @@ func addOneShot(f *Factory, root *cobra.Command) {
 	fl.StringVar(&agentCmd, "agent-cmd", "", "one-shot with --agent exec: the `COMMAND` to run")
 	fl.StringVar(&model, "model", "", "one-shot: the `MODEL` the agent uses")
 	fl.BoolVar(&asJSON, "json", false, "one-shot: print the result as JSON")
-}
-
-func agentName2(r coordinator.OneShotResult) string {
-	if r.Model == "" {
-		return r.Agent
-	}
-	return r.Agent + " (" + r.Model + ")"
 }

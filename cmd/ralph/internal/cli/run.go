@@ -124,10 +124,7 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 			opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
 				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
 				NewSession: o.NewSession, OnFailure: o.OnFailure, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker}
-			if !f.Env.Now.IsZero() {
-				now := f.Env.Now
-				opts.Now = func() time.Time { return now }
-			}
+			opts.Now = f.nowFunc()
 			co, err := coordinator.New(opts)
 			if err != nil {
 				var locked *coordinator.ErrLocked
