@@ -537,6 +537,11 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 			c.wait = min(c.opts.Backoff<<max(attempts-1, 0), time.Minute)
 		}
 	}
+	// The outcome and usage go into the same write as the status: if ralph
+	// dies before the progress entry below is appended, the next start
+	// writes it from them (restoreEntry).
+	s.Result = &mdstate.IterationResult{Outcome: outcome, TokensIn: res.Usage.In, TokensOut: res.Usage.Out,
+		CostUSD: res.CostUSD, Duration: took.Round(time.Second)}
 	err = c.saveSession(func(e *mdstate.ChecklistEdit) error {
 		if err := e.SetStatus(id, newStatus); err != nil {
 			return err
@@ -591,6 +596,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	if err := c.p.AppendProgress(entry); err != nil {
 		return false, err
 	}
+	s.Result = nil // in the log now; the next session write drops it
 	c.emit(Event{Kind: EventStateWritten, File: mdstate.ProgressFile})
 	c.emit(Event{Kind: EventIterationDone, Iteration: s.Iteration, Task: id, Title: title, Outcome: outcome, Reason: note,
 		TokensIn: res.Usage.In, TokensOut: res.Usage.Out, CostUSD: res.CostUSD})
@@ -757,7 +763,7 @@ func (c *Coordinator) resume() (bool, error) {
 	interrupted := old.Status != "paused"
 	s := *old
 	s.Status, s.Phase, s.Reason, s.PID, s.Line = "running", "starting", "", os.Getpid(), 0
-	s.Child, s.ChildStart = 0, 0
+	s.Child, s.ChildStart, s.Result = 0, 0, nil
 	s.Agent, s.Model = c.opts.Agent.Name(), c.opts.Model
 	if c.opts.MaxIterations > 0 {
 		s.MaxIterations = s.Iteration + c.opts.MaxIterations
@@ -790,10 +796,11 @@ func (c *Coordinator) resume() (bool, error) {
 			task = t
 		}
 	}
-	// Killed after iterate marked the task done but before its progress
-	// entry was appended: the entry is written now, before the session
-	// moves on (phase "starting"), so that a kill in between repeats this.
-	if err := c.restoreDoneEntry(old, tasks); err != nil {
+	// Killed after iterate saved the task's new status but before its
+	// progress entry was appended: the entry is written now, before the
+	// session moves on (phase "starting"), so that a kill in between
+	// repeats this.
+	if err := c.restoreEntry(old, tasks); err != nil {
 		return false, err
 	}
 	err = c.saveSession(func(e *mdstate.ChecklistEdit) error {
@@ -831,21 +838,20 @@ func (c *Coordinator) resume() (bool, error) {
 	return true, nil
 }
 
-// restoreDoneEntry writes the progress entry of an interrupted session's
-// last iteration when ralph was killed in phase "writing" after saving the
-// task as done but before appending the entry: without it the task would be
-// [x] with no "outcome: done" entry. The entry, if it was written, is the
-// last one that is not about the session itself (only "session ID
-// recovered" and "session ID ended" entries can follow it before the next
-// iteration's first write changes the phase). The restored entry has no
-// duration, tokens or cost: they were lost with ralph (the session totals,
-// saved with the status, include them).
-func (c *Coordinator) restoreDoneEntry(old *mdstate.Session, tasks *mdstate.Checklist) error {
+// restoreEntry writes the progress entry of an interrupted session's last
+// iteration when ralph was killed in phase "writing", after it saved the
+// task's new status with the iteration's result but before it appended the
+// entry. Without it the session's totals would count tokens no entry shows,
+// and a done task would have no "outcome: done" entry. The entry, if it was
+// written, is no older than that save (the session's "updated"), and names
+// the task and the iteration. A session saved by an older ralph has no
+// result: a done task still gets its entry, without duration, tokens or cost.
+func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklist) error {
 	if old.Phase != "writing" || old.Task == "" || old.Iteration == 0 {
 		return nil
 	}
 	t := tasks.Find(old.Task)
-	if t == nil || t.Status != mdstate.Done {
+	if t == nil || (old.Result == nil && t.Status != mdstate.Done) {
 		return nil
 	}
 	log, err := c.p.ReadProgress(1000)
@@ -853,22 +859,33 @@ func (c *Coordinator) restoreDoneEntry(old *mdstate.Session, tasks *mdstate.Chec
 		return err
 	}
 	title := t.ID + ": " + t.Title
-	for i := len(log.Recent) - 1; i >= 0; i-- {
-		e := &log.Recent[i]
-		if strings.HasPrefix(e.Title, "session "+old.ID+" ") {
-			continue
-		}
-		if e.Title == title && e.Get("iteration") == strconv.Itoa(old.Iteration) {
+	iteration := strconv.Itoa(old.Iteration)
+	since := old.Updated.Truncate(time.Second)
+	for i := len(log.Recent) - 1; i >= 0 && !log.Recent[i].Time.Before(since); i-- {
+		if e := &log.Recent[i]; e.Title == title && e.Get("iteration") == iteration {
 			return nil // written before the kill
 		}
-		break
 	}
-	return c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: title, Fields: []mdstate.Field{
+	fields := []mdstate.Field{
 		{Key: "outcome", Value: "done"},
 		{Key: "agent", Value: AgentLabel(old.Agent, old.Model)},
-		{Key: "iteration", Value: strconv.Itoa(old.Iteration)},
-		{Key: "note", Value: "written on recovery: ralph was stopped after marking the task done and before writing this entry; its duration, tokens and cost were not recorded"},
-	}})
+		{Key: "iteration", Value: iteration},
+	}
+	note := "written on recovery: ralph was stopped after saving the task's status and before writing this entry"
+	if r := old.Result; r != nil {
+		fields[0].Value = r.Outcome
+		fields = append(fields,
+			mdstate.Field{Key: "duration", Value: r.Duration.Round(time.Second).String()},
+			mdstate.Field{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", r.TokensIn, r.TokensOut)},
+			mdstate.Field{Key: "cost", Value: fmt.Sprintf("$%.4f", r.CostUSD)})
+		if r.Outcome != "done" && len(t.Notes) > 0 {
+			note += "; the task's note: " + t.Notes[len(t.Notes)-1]
+		}
+	} else {
+		note += "; its duration, tokens and cost were not recorded"
+	}
+	fields = append(fields, mdstate.Field{Key: "note", Value: note})
+	return c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: title, Fields: fields})
 }
 
 func orNone(s string) string {
@@ -1019,5 +1036,6 @@ func (c *Coordinator) finishEnded(old *mdstate.Session) error {
 	}
 	c.session = *old
 	c.session.Status, c.session.Phase, c.session.Child, c.session.ChildStart, c.session.Line = "ended", "", 0, 0, 0
+	c.session.Result = nil
 	return c.saveSession(nil)
 }

@@ -239,6 +239,11 @@ func TestRunSessionCountersAreSums(t *testing.T) {
 		if log.Entries != entries {
 			t.Errorf("%d progress entries, want %d", log.Entries, entries)
 		}
+		if s.Result != nil {
+			// Once an iteration's entry is written, the next write of
+			// the session drops its result.
+			t.Errorf("after %d entries: the session still has a result: %+v", entries, s.Result)
+		}
 		if inflight != "" && (status(t, tasks, inflight) != mdstate.InProgress || s.Task != inflight || s.Status != "running") {
 			t.Errorf("during %s: status %v, session %+v", inflight, status(t, tasks, inflight), s)
 		}

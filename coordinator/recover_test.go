@@ -1,10 +1,12 @@
 package coordinator
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ralph-dev/ralph/mdstate"
 )
@@ -65,5 +67,102 @@ func TestKilledWhileEnding(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("summary written before the kill: %v; %d summaries of the old session, want 1", summaryWritten, n)
 		}
+	}
+}
+
+// Killed after saving an iteration's status and result but before writing
+// its entry, for each outcome: the next start writes the entry from the
+// result (tokens, cost, duration; for a failure the task's note), so the
+// session's totals are the sum of the entries; a failed attempt is not
+// counted twice. An entry of the same task and iteration older than the
+// save (another session's) does not count as written.
+func TestResumeRestoresEntryFromResult(t *testing.T) {
+	for _, tc := range []struct {
+		box, outcome, note string
+		attempts           int
+	}{
+		{box: "x", outcome: "done"},
+		{box: " ", outcome: "failed", note: "the agent ended without <promise>COMPLETE</promise>", attempts: 1},
+		{box: "!", outcome: "blocked", note: "needs an API key"},
+	} {
+		t.Run(tc.outcome, func(t *testing.T) {
+			dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+			meta := ""
+			if tc.note != "" {
+				meta += "  - note: " + tc.note + "\n"
+			}
+			if tc.attempts > 0 {
+				meta += fmt.Sprintf("  - attempts: %d\n", tc.attempts)
+			}
+			writeTasks(t, dir, "# Tasks\n\n- ["+tc.box+"] T1: Task number 1\n"+meta+"- [ ] T2: Task number 2\n\n## Session\n\n"+
+				"- id: 20261122-100000\n- status: running\n- phase: writing\n- iteration: 4\n- task: T1\n"+
+				"- tokens: 5000 in, 600 out\n- cost: $0.5000\n- agent: claude (sonnet)\n"+
+				"- started: 2026-11-22T10:00:00Z\n- updated: 2026-11-22T10:20:00Z\n"+
+				"- result: "+tc.outcome+", 1234 in, 56 out, $0.0789, 42s\n")
+			// The same title and iteration, from an older session.
+			old := mdstate.Entry{Time: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC), Title: "T1: Task number 1",
+				Fields: []mdstate.Field{{Key: "outcome", Value: "failed"}, {Key: "iteration", Value: "4"}}}
+			if err := mdstate.Open(dir).AppendProgress(old); err != nil {
+				t.Fatal(err)
+			}
+			fa := &fakeAgent{}
+			co := newCoordinator(t, Options{Root: dir, Agent: fa})
+			out, _ := runAll(t, t.Context(), co)
+			tasks, s, lg := loadState(t, dir)
+			if s.ID != "20261122-100000" || s.Result != nil {
+				t.Fatalf("session %+v", s)
+			}
+			var restored []mdstate.Entry
+			for _, e := range lg.Recent[1:] {
+				if e.Title == "T1: Task number 1" && e.Get("iteration") == "4" {
+					restored = append(restored, e)
+				}
+			}
+			if len(restored) != 1 {
+				t.Fatalf("%d entries for iteration 4, want 1: %+v", len(restored), lg.Recent)
+			}
+			e := restored[0]
+			if e.Get("outcome") != tc.outcome || e.Get("tokens") != "1234 in, 56 out" || e.Get("cost") != "$0.0789" ||
+				e.Get("duration") != "42s" || e.Get("agent") != "claude (sonnet)" || !strings.HasPrefix(e.Get("note"), "written on recovery") {
+				t.Errorf("restored entry %+v", e)
+			}
+			if tc.note != "" && !strings.HasSuffix(e.Get("note"), "; the task's note: "+tc.note) {
+				t.Errorf("restored note %q, want the task's note at its end", e.Get("note"))
+			}
+			// The session was at 5000/600 with iteration 4 in it; each
+			// later iteration adds what fakeAgent reports (100/10).
+			if got, want := s.Iteration-4, fa.calls(); got != want {
+				t.Errorf("iterations after resume %d, agent calls %d", got, want)
+			}
+			if s.TokensIn != 5000+100*int64(fa.calls()) || s.TokensOut != 600+10*int64(fa.calls()) {
+				t.Errorf("session tokens %d in, %d out after %d calls", s.TokensIn, s.TokensOut, fa.calls())
+			}
+			if tc.outcome == "failed" {
+				// Put back to pending by the failed iteration itself, with
+				// its attempt counted once; resume adds none.
+				if out.Reason != StopAllDone || tasks.Find("T1").Attempts != 1 {
+					t.Errorf("outcome %+v, T1 attempts %d, want all done and 1", out, tasks.Find("T1").Attempts)
+				}
+			}
+		})
+	}
+}
+
+// A kill after the entry was written (phase still "writing"): nothing is
+// written twice.
+func TestResumeEntryAlreadyWritten(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	writeTasks(t, dir, "# Tasks\n\n- [x] T1: Task number 1\n\n## Session\n\n- id: 20261122-100000\n- status: running\n- phase: writing\n"+
+		"- iteration: 1\n- task: T1\n- tokens: 10 in, 1 out\n- updated: 2026-11-22T10:20:00Z\n- result: done, 10 in, 1 out, $0.0000, 1s\n")
+	e := mdstate.Entry{Time: time.Date(2026, 11, 22, 10, 20, 0, 0, time.UTC), Title: "T1: Task number 1",
+		Fields: []mdstate.Field{{Key: "outcome", Value: "done"}, {Key: "iteration", Value: "1"}, {Key: "tokens", Value: "10 in, 1 out"}}}
+	if err := mdstate.Open(dir).AppendProgress(e); err != nil {
+		t.Fatal(err)
+	}
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	runAll(t, t.Context(), co)
+	_, _, lg := loadState(t, dir)
+	if n := lg.Entries; n != 1 {
+		t.Fatalf("%d task entries, want 1: %+v", n, lg.Recent)
 	}
 }

@@ -58,9 +58,53 @@ type Session struct {
 	// WaitUntil is set while the session waits for a usage or rate limit
 	// to reset: a restart during the wait goes on waiting.
 	WaitUntil time.Time
-	Line      int // 1-based line of the "## Session" heading
+	// Result is the outcome and usage of the iteration that has just
+	// ended. It is saved with the task's new status (phase "writing") and
+	// dropped by the next write, once the iteration's progress entry is in
+	// the log: if ralph dies in between, the next start writes the entry
+	// from it, so every token the session counts is in some entry.
+	Result *IterationResult
+	Line   int // 1-based line of the "## Session" heading
 	// Extra keeps lines ralph does not know, in order, so they survive.
 	Extra []Field
+}
+
+// IterationResult is what one iteration came to: written in the session
+// block as "- result: done, 1200 in, 300 out, $0.0123, 12s".
+type IterationResult struct {
+	Outcome   string // done, failed, blocked, interrupted, rate_limited
+	TokensIn  int64
+	TokensOut int64
+	CostUSD   float64
+	Duration  time.Duration // whole seconds
+}
+
+func (r *IterationResult) String() string {
+	return fmt.Sprintf("%s, %d in, %d out, $%.4f, %s", r.Outcome, r.TokensIn, r.TokensOut, r.CostUSD, r.Duration.Round(time.Second))
+}
+
+func parseIterationResult(val string) (*IterationResult, error) {
+	bad := fmt.Errorf("result %q is not like \"done, 1200 in, 300 out, $0.0123, 12s\"", val)
+	f := strings.Split(val, ",")
+	if len(f) != 5 {
+		return nil, bad
+	}
+	for i := range f {
+		f[i] = strings.TrimSpace(f[i])
+	}
+	r := &IterationResult{Outcome: f[0]}
+	in, ok1 := strings.CutSuffix(f[1], " in")
+	out, ok2 := strings.CutSuffix(f[2], " out")
+	cost, ok3 := strings.CutPrefix(f[3], "$")
+	var err1, err2, err3, err4 error
+	r.TokensIn, err1 = strconv.ParseInt(in, 10, 64)
+	r.TokensOut, err2 = strconv.ParseInt(out, 10, 64)
+	r.CostUSD, err3 = strconv.ParseFloat(cost, 64)
+	r.Duration, err4 = time.ParseDuration(f[4])
+	if r.Outcome == "" || !ok1 || !ok2 || !ok3 || errors.Join(err1, err2, err3, err4) != nil {
+		return nil, bad
+	}
+	return r, nil
 }
 
 // SessionHeading is the heading text that marks the session section.
@@ -184,6 +228,9 @@ func (s *Session) set(key, val string) error {
 		s.WaitUntil = t
 	case "reason":
 		s.Reason = val
+	case "result":
+		s.Result, err = parseIterationResult(val)
+		return err
 	default:
 		s.Extra = append(s.Extra, Field{Key: key, Value: val})
 	}
@@ -235,6 +282,9 @@ func (s *Session) Render(eol string) []byte {
 		kv("wait", "until "+s.WaitUntil.UTC().Format(time.RFC3339))
 	}
 	kv("reason", s.Reason)
+	if s.Result != nil {
+		kv("result", s.Result.String())
+	}
 	for _, f := range s.Extra {
 		kv(f.Key, f.Value)
 	}

@@ -12,7 +12,8 @@ func testSession() *Session {
 		Task: "T2", TokensIn: 12034, TokensOut: 3201, CostUSD: 0.4123, Baseline: "3f9c2e1a",
 		Agent: "claude", Model: "sonnet",
 		Started: time.Date(2026, 11, 22, 10, 3, 12, 0, time.UTC), Updated: time.Date(2026, 11, 22, 10, 15, 40, 0, time.UTC),
-		PID: 4242, Child: 4250, Extra: []Field{{Key: "note", Value: "kept"}},
+		PID: 4242, Child: 4250, Result: &IterationResult{Outcome: "failed", TokensIn: 1200, TokensOut: 300, CostUSD: 0.0123, Duration: 72 * time.Second},
+		Extra: []Field{{Key: "note", Value: "kept"}},
 	}
 }
 
@@ -84,15 +85,16 @@ func TestSessionRoundTrip(t *testing.T) {
 	got, _ := c.Session()
 	got.Line = 0
 	if string(got.Render("\n")) != string(s.Render("\n")) || got.Iteration != 3 || got.MaxIterations != 20 ||
-		got.TokensIn != 12034 || got.CostUSD != 0.4123 || got.Model != "sonnet" || got.Child != 4250 || !got.Started.Equal(s.Started) {
+		got.TokensIn != 12034 || got.CostUSD != 0.4123 || got.Model != "sonnet" || got.Child != 4250 || !got.Started.Equal(s.Started) ||
+		got.Result == nil || *got.Result != *s.Result {
 		t.Fatalf("read back %+v\nwant %+v", got, s)
 	}
 }
 
 func TestSessionBadValuesWarn(t *testing.T) {
-	c, _ := ParseChecklist(TasksKind, []byte("## Session\n\n- iteration: three\n- status: running\n"))
+	c, _ := ParseChecklist(TasksKind, []byte("## Session\n\n- iteration: three\n- status: running\n- result: done, 12 in\n- result: done, x in, 1 out, $0, 1s\n"))
 	s, warns := c.Session()
-	if s == nil || s.Status != "running" || len(warns) != 1 || warns[0].Line != 3 {
+	if s == nil || s.Status != "running" || s.Result != nil || len(warns) != 3 || warns[0].Line != 3 || warns[1].Line != 5 {
 		t.Fatalf("session %+v, warnings %v", s, warns)
 	}
 }

@@ -41,14 +41,37 @@ const crashTasks = `# Tasks
   - after: T5, T6, T7
 `
 
-// crashAgent is the child agent: it finds its task in the prompt, records
-// its pid before it sleeps 0-90 ms, records the run, and completes.
+// crashAgent is the exec agent of the odd rounds: it finds its task in the
+// prompt, records its pid before it sleeps 0-90 ms, records the run, and
+// completes. It reports no usage.
 const crashAgent = `prompt=$(cat)
 task=$(printf '%s\n' "$prompt" | awk '/^## Current task/{f=1;next} f&&NF{print;exit}' | grep -o 'T[0-9][0-9]*' | head -n 1)
 echo $$ >> agent-pids.log
 sleep 0.0$(od -An -N1 -tu1 /dev/urandom | tr -d ' ' | cut -c1)
-echo "$task $$" >> agent-runs.log
+echo "$task $$ 0 0 0.0000" >> agent-runs.log
 echo "<promise>COMPLETE</promise>"
+`
+
+// crashClaude stands in for `claude -p --output-format stream-json` in the
+// even rounds, on PATH as "claude": it records its pid, streams a message
+// that reports usage, sleeps 0-90 ms, records the run with the usage it is
+// about to report, and ends with a result line of random usage and cost.
+// About one run in five ends without the completion marker: a failed
+// attempt.
+const crashClaude = `#!/bin/sh
+prompt=$(cat)
+task=$(printf '%s\n' "$prompt" | awk '/^## Current task/{f=1;next} f&&NF{print;exit}' | grep -o 'T[0-9][0-9]*' | head -n 1)
+echo $$ >> agent-pids.log
+set -- $(od -An -N5 -tu1 /dev/urandom)
+in=$(( $1 * 256 + $2 + 1 )); out=$(( $3 + 1 )); cost=$(( $4 % 90 + 10 ))
+sid="crash-$$"
+printf '%s\n' '{"type":"system","subtype":"init","session_id":"'$sid'","model":"claude-fake-1"}'
+printf '%s\n' '{"type":"assistant","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"Working on '$task'."}],"usage":{"input_tokens":'$in',"output_tokens":1}},"session_id":"'$sid'"}'
+sleep 0.0$(( $5 % 10 ))
+final='Done.\n<promise>COMPLETE</promise>'
+[ $(( $5 / 10 % 5 )) -eq 0 ] && final='I could not finish.'
+echo "$task $$ $in $out 0.00$cost" >> agent-runs.log
+printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"'"$final"'","session_id":"'$sid'","total_cost_usd":0.00'$cost',"usage":{"input_tokens":'$in',"output_tokens":'$out'}}'
 `
 
 const (
@@ -61,32 +84,66 @@ const (
 type crashStats struct {
 	kills, survived, corrupted, redone, orphans int
 	rounds                                      int
-	restored                                    int             // done entries resume wrote after a kill
+	restored                                    int             // entries resume wrote after a kill
 	toFirstTask                                 []time.Duration // recovery runs: start to first task_started
+	// phases counts kills by where ralph was, as the files tell it.
+	phases map[string]int
+	// tokensIn, tokensOut: the usage summed over all rounds' entries.
+	tokensIn, tokensOut int64
 }
 
-// firstEventWriter records when the first task_started event appears on
-// ralph run --json's stdout.
-type firstEventWriter struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	first time.Time
+// eventWatch is ralph run --json's stdout: it records when the first
+// task_started event appears, and closes fired at the want-th event line
+// that contains trigger.
+type eventWatch struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	scanned int
+	first   time.Time
+	trigger []byte
+	want    int
+	seen    int
+	fired   chan struct{}
 }
 
-func (w *firstEventWriter) Write(p []byte) (int, error) {
+func newEventWatch(trigger string, want int) *eventWatch {
+	return &eventWatch{trigger: []byte(trigger), want: want, fired: make(chan struct{})}
+}
+
+func (w *eventWatch) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	if w.first.IsZero() && bytes.Contains(w.buf.Bytes(), []byte(`"event":"task_started"`)) {
-		w.first = time.Now()
+	data := w.buf.Bytes()
+	for {
+		i := bytes.IndexByte(data[w.scanned:], '\n')
+		if i < 0 {
+			break
+		}
+		line := data[w.scanned : w.scanned+i]
+		w.scanned += i + 1
+		if w.first.IsZero() && bytes.Contains(line, []byte(`"event":"task_started"`)) {
+			w.first = time.Now()
+		}
+		if len(w.trigger) > 0 && bytes.Contains(line, w.trigger) {
+			if w.seen++; w.seen == w.want {
+				close(w.fired)
+			}
+		}
 	}
 	return len(p), nil
 }
 
-func (w *firstEventWriter) firstAt() time.Time {
+func (w *eventWatch) firstAt() time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.first
+}
+
+func (w *eventWatch) output() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.buf.Bytes())
 }
 
 // TestCrashRecovery SIGKILLs `ralph run` (ralph alone, as a crash would)
@@ -112,8 +169,12 @@ func TestCrashRecovery(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
 	bin := buildRalph(t)
-	env := append(os.Environ(), "HOME="+t.TempDir())
-	var st crashStats
+	agents := t.TempDir()
+	if err := os.WriteFile(filepath.Join(agents, "claude"), []byte(crashClaude), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "HOME="+t.TempDir(), "PATH="+agents+string(os.PathListSeparator)+os.Getenv("PATH"))
+	st := crashStats{phases: map[string]int{}}
 	start := time.Now()
 	for st.kills < crashMinKills {
 		if time.Since(start) > crashBudget {
@@ -131,10 +192,17 @@ func TestCrashRecovery(t *testing.T) {
 	if len(st.toFirstTask) > 0 {
 		median = st.toFirstTask[len(st.toFirstTask)/2]
 	}
-	t.Logf("seed %d: %d rounds; kills inflicted %d; crashes survived %d; files corrupted %d; completed tasks redone %d; orphaned children %d; done entries restored on recovery %d; recovery to first task_started: median %s over %d runs",
-		seed, st.rounds, st.kills, st.survived, st.corrupted, st.redone, st.orphans, st.restored, median.Round(time.Microsecond), len(st.toFirstTask))
-	fmt.Printf("crash-recovery: seed=%d rounds=%d kills=%d survived=%d corrupted=%d redone=%d orphans=%d restored=%d recovery-median=%s (n=%d)\n",
-		seed, st.rounds, st.kills, st.survived, st.corrupted, st.redone, st.orphans, st.restored, median.Round(time.Microsecond), len(st.toFirstTask))
+	var phases []string
+	for k, n := range st.phases {
+		phases = append(phases, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(phases)
+	report := fmt.Sprintf("seed %d: %d rounds; kills inflicted %d; crashes survived %d; files corrupted %d; completed tasks redone %d; orphaned children %d; "+
+		"entries restored on recovery %d; tokens in entries %d in, %d out (= the sessions' totals); recovery to first task_started: median %s over %d runs; kills by phase: %s",
+		seed, st.rounds, st.kills, st.survived, st.corrupted, st.redone, st.orphans, st.restored, st.tokensIn, st.tokensOut,
+		median.Round(time.Microsecond), len(st.toFirstTask), strings.Join(phases, ", "))
+	t.Log(report)
+	fmt.Println("crash-recovery: " + report)
 	if st.survived != st.kills || st.corrupted != 0 || st.redone != 0 || st.orphans != 0 {
 		t.Errorf("want every kill survived and nothing corrupted, redone or orphaned")
 	}
@@ -149,7 +217,12 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 			t.Fatal(err)
 		}
 	}
-	args := []string{"run", "--json", "--agent", "exec", "--agent-cmd", "sh agent.sh", "--backoff", "0s", "--max-attempts", "100"}
+	args := []string{"run", "--json", "--backoff", "0s", "--max-attempts", "100"}
+	if st.rounds%2 == 1 {
+		args = append(args, "--agent", "exec", "--agent-cmd", "sh agent.sh")
+	} else {
+		args = append(args, "--agent", "claude")
+	}
 	checkedPids := 0
 	recovering := false // the last run was killed
 	ended := false
@@ -159,19 +232,39 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 		}
 		// Past the minimum, a round is let run to completion.
 		kill := st.kills < crashMinKills
-		var stdout firstEventWriter
+		// Half the kills come after a random delay (mostly while an agent
+		// runs); the other half right after ralph's k-th write of
+		// RALPH_TASKS.md, at once or after 0-1.5 ms, which lands them in
+		// the short phases: just before the agent starts, between a
+		// task's status and its progress entry, between tasks.
+		stdout := newEventWatch("", 0)
+		var fire <-chan time.Time
+		var jitter time.Duration
+		if rng.IntN(2) == 0 {
+			fire = time.After(time.Duration(rng.IntN(81)) * time.Millisecond)
+		} else {
+			stdout = newEventWatch(`"file":"RALPH_TASKS.md"`, 1+rng.IntN(12))
+			if rng.IntN(2) == 0 {
+				jitter = time.Duration(rng.IntN(1501)) * time.Microsecond
+			}
+		}
 		var stderr bytes.Buffer
 		started := time.Now()
-		p, err := proc.Start(context.Background(), proc.Cmd{Name: bin, Args: args, Dir: dir, Env: env}, &stdout, &stderr)
+		p, err := proc.Start(context.Background(), proc.Cmd{Name: bin, Args: args, Dir: dir, Env: env}, stdout, &stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		killed := false
 		if kill {
-			delay := time.Duration(rng.IntN(81)) * time.Millisecond
 			select {
 			case <-p.Done():
-			case <-time.After(delay):
+			case <-fire:
+			case <-stdout.fired:
+				time.Sleep(jitter)
+			}
+			select {
+			case <-p.Done():
+			default:
 				// ESRCH: ralph exited (and was reaped) just now, unkilled.
 				if err := p.Signal(syscall.SIGKILL); err == nil {
 					killed = true
@@ -191,7 +284,8 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 			if killed || code == 0 {
 				st.survived++
 			} else {
-				t.Errorf("round %d run %d: ralph run after a kill: exit %d, %v\n%s", st.rounds, run, code, werr, stderr.Bytes())
+				tasks, _ := os.ReadFile(filepath.Join(dir, mdstate.TasksFile))
+				t.Errorf("round %d run %d: ralph run after a kill: exit %d, %v\n%s\n%s:\n%s", st.rounds, run, code, werr, stderr.Bytes(), mdstate.TasksFile, tasks)
 				return
 			}
 		}
@@ -199,8 +293,8 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 			if code != 0 {
 				t.Fatalf("round %d run %d: ralph run: exit %d, %v\n%s", st.rounds, run, code, werr, stderr.Bytes())
 			}
-			if !bytes.Contains(stdout.buf.Bytes(), []byte(`"reason":"all_done"`)) {
-				t.Fatalf("round %d run %d: ralph run exited 0 without all_done:\n%s", st.rounds, run, stdout.buf.Bytes())
+			if out := stdout.output(); !bytes.Contains(out, []byte(`"reason":"all_done"`)) {
+				t.Fatalf("round %d run %d: ralph run exited 0 without all_done:\n%s", st.rounds, run, out)
 			}
 			break
 		}
@@ -297,16 +391,20 @@ func crashCheckKill(t *testing.T, bin string, env []string, dir string, st *cras
 			t.Errorf("%s: %v", mdstate.AgentFile, err)
 		}
 	}
-	if log, err := p.ReadProgress(1 << 20); err != nil {
+	log, err := p.ReadProgress(1 << 20)
+	if err != nil {
 		st.corrupted++
 		t.Errorf("%s: %v", mdstate.ProgressFile, err)
-	} else if len(log.Recent) != log.Entries {
+		return status
+	}
+	if len(log.Recent) != log.Entries {
 		t.Errorf("%s: read %d of %d entries", mdstate.ProgressFile, len(log.Recent), log.Entries)
 	}
+	st.phases[crashPhase(sess, log)]++
 
 	// Every agent started so far is gone within a second (the
 	// parent-death signal), or a zombie.
-	pids := crashLines(t, filepath.Join(dir, "agent-pids.log"))
+	pids := strings.Fields(string(crashRead(t, filepath.Join(dir, "agent-pids.log"))))
 	for _, line := range pids[*checkedPids:] {
 		pid, err := strconv.Atoi(line)
 		if err != nil {
@@ -327,6 +425,35 @@ func crashCheckKill(t *testing.T, bin string, env []string, dir string, st *cras
 	return status
 }
 
+// crashPhase names where ralph was when it was killed, from the session it
+// saved last and the progress log.
+func crashPhase(s *mdstate.Session, log *mdstate.Log) string {
+	switch {
+	case s == nil:
+		return "before-session"
+	case s.Phase == "agent" && s.Child == 0:
+		return "spawning"
+	case s.Phase == "agent":
+		return "agent-running"
+	case s.Phase == "writing":
+		// The status is saved; is the iteration's entry written yet?
+		for i := len(log.Recent) - 1; i >= 0; i-- {
+			e := &log.Recent[i]
+			if strings.HasPrefix(e.Title, "session ") {
+				continue
+			}
+			if strings.HasPrefix(e.Title, s.Task+": ") && e.Get("iteration") == strconv.Itoa(s.Iteration) {
+				return "between-tasks"
+			}
+			break
+		}
+		return "writing-entry"
+	case s.Phase == "":
+		return s.Status
+	}
+	return s.Phase
+}
+
 // crashAlive reports whether pid runs and is not a zombie.
 func crashAlive(pid int) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -338,15 +465,14 @@ func crashAlive(pid int) bool {
 	return len(f) > 0 && f[0] != "Z"
 }
 
-func crashLines(t *testing.T, path string) []string {
+// crashRead reads a file an agent appends to; nil if none was written.
+func crashRead(t *testing.T, path string) []byte {
+	t.Helper()
 	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
 	}
-	return strings.Fields(strings.ReplaceAll(string(data), "\n", " \n"))
+	return data
 }
 
 var (
@@ -397,7 +523,19 @@ func crashCheckEnd(t *testing.T, dir string, st *crashStats) {
 	taskIters := map[int]string{}
 	doneCount := map[string]int{}
 	var tokIn, tokOut int64
+	var cost float64
 	restored := 0
+	// Every agent run that reported a result is in agent-runs.log as
+	// "task pid in out cost"; each task entry (restored ones too) must
+	// carry the usage of one of them.
+	runs := map[string]int{}
+	nruns := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(crashRead(t, filepath.Join(dir, "agent-runs.log")))), "\n") {
+		if f := strings.Fields(line); len(f) == 5 {
+			runs[f[0]+" "+f[2]+" in, "+f[3]+" out $"+f[4]]++
+			nruns++
+		}
+	}
 	for _, e := range log.Recent {
 		n, _ := strconv.Atoi(e.Get("iteration"))
 		if m := crashTaskTitle.FindStringSubmatch(e.Title); m != nil {
@@ -409,20 +547,25 @@ func crashCheckEnd(t *testing.T, dir string, st *crashStats) {
 			if e.Get("outcome") == "done" {
 				doneCount[m[1]]++
 			}
-			if e.Get("tokens") == "" && strings.HasPrefix(e.Get("note"), "written on recovery") {
-				// Restored by resume after a kill between the task's done
-				// write and its entry: no tokens recorded.
+			if strings.HasPrefix(e.Get("note"), "written on recovery") {
+				// Restored by resume after a kill between the task's
+				// status write and its entry.
 				restored++
-				continue
 			}
 			tm := crashTokens.FindStringSubmatch(e.Get("tokens"))
-			if tm == nil {
-				t.Errorf("round %d: %s: tokens %q", st.rounds, e.Title, e.Get("tokens"))
+			c, cerr := strconv.ParseFloat(strings.TrimPrefix(e.Get("cost"), "$"), 64)
+			if tm == nil || cerr != nil {
+				t.Errorf("round %d: %s: tokens %q, cost %q", st.rounds, e.Title, e.Get("tokens"), e.Get("cost"))
 				continue
 			}
 			in, _ := strconv.ParseInt(tm[1], 10, 64)
 			out, _ := strconv.ParseInt(tm[2], 10, 64)
-			tokIn, tokOut = tokIn+in, tokOut+out
+			tokIn, tokOut, cost = tokIn+in, tokOut+out, cost+c
+			if key := m[1] + " " + e.Get("tokens") + " " + e.Get("cost"); runs[key] > 0 {
+				runs[key]--
+			} else {
+				t.Errorf("round %d: entry %q (iteration %d) has usage %s, cost %s, which no run of its agent reported", st.rounds, e.Title, n, e.Get("tokens"), e.Get("cost"))
+			}
 			continue
 		}
 		if e.Get("outcome") == "recovered" {
@@ -453,12 +596,17 @@ func crashCheckEnd(t *testing.T, dir string, st *crashStats) {
 			t.Errorf("round %d: %s is [x] but has no done entry in %s", st.rounds, it.ID, mdstate.ProgressFile)
 		}
 	}
-	// The exec agent reports no usage: the totals are 0, and equal the sum.
-	if sess.TokensIn != tokIn || sess.TokensOut != tokOut || tokIn != 0 || tokOut != 0 {
-		t.Errorf("round %d: session tokens %d in, %d out; entries sum to %d in, %d out (want 0, 0)", st.rounds, sess.TokensIn, sess.TokensOut, tokIn, tokOut)
+	// The session's totals are the sums of the recorded iterations. The
+	// exec agent reports no usage; the claude stand-in always does.
+	if sess.TokensIn != tokIn || sess.TokensOut != tokOut || fmt.Sprintf("%.4f", sess.CostUSD) != fmt.Sprintf("%.4f", cost) {
+		t.Errorf("round %d: session tokens %d in, %d out, cost $%.4f; its entries sum to %d in, %d out, $%.4f",
+			st.rounds, sess.TokensIn, sess.TokensOut, sess.CostUSD, tokIn, tokOut, cost)
 	}
-	runs := crashLines(t, filepath.Join(dir, "agent-runs.log"))
+	if claude := sess.Agent == "claude"; claude != (tokIn > 0) {
+		t.Errorf("round %d: agent %s, %d tokens in", st.rounds, sess.Agent, tokIn)
+	}
+	st.tokensIn, st.tokensOut = st.tokensIn+tokIn, st.tokensOut+tokOut
 	st.restored += restored
-	t.Logf("round %d: session %s, %d iterations, %d task entries (%d restored on recovery), %d agent runs recorded, %d progress entries",
-		st.rounds, sess.ID, sess.Iteration, len(taskIters), restored, len(runs)/2, log.Entries)
+	t.Logf("round %d: session %s (%s), %d iterations, %d task entries (%d restored on recovery), %d agent runs recorded, %d progress entries, %d in, %d out, $%.4f",
+		st.rounds, sess.ID, sess.Agent, sess.Iteration, len(taskIters), restored, nruns, log.Entries, tokIn, tokOut, cost)
 }
