@@ -79,3 +79,60 @@ func TestRateLimitWaitSurvivesRestart(t *testing.T) {
 		t.Fatalf("T1 %s", it.Status)
 	}
 }
+
+// currentTask is the task a prompt gives the agent.
+func currentTask(prompt string) string {
+	_, after, _ := strings.Cut(prompt, "## Current task\n\n")
+	id, _, _ := strings.Cut(after, ":")
+	return id
+}
+
+// After a rate limit, the same task is tried again, even when a person
+// made another task go first during the wait; the limited attempt is not
+// counted.
+func TestRateLimitRetriesSameTask(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	fa := &fakeAgent{}
+	fa.reply = func(n int) agent.Result {
+		if n > 1 {
+			return agent.Result{Final: "<promise>COMPLETE</promise>"}
+		}
+		// A person gives T2 priority 1 while T1 waits for the limit.
+		p := filepath.Join(dir, "RALPH_TASKS.md")
+		data, _ := os.ReadFile(p)
+		data = []byte(strings.Replace(string(data), "Task number 2\n", "Task number 2\n  - priority: 1\n", 1))
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Error(err)
+		}
+		return agent.Result{IsError: true, ErrorKind: agent.KindRateLimit, APIStatus: 429, ErrorText: "rate limited",
+			ResetAt: time.Now().Add(50 * time.Millisecond)}
+	}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone {
+		t.Fatalf("outcome %+v", out)
+	}
+	var order []string
+	for n := 1; n <= fa.calls(); n++ {
+		order = append(order, currentTask(fa.prompt(n)))
+	}
+	if got := strings.Join(order, " "); got != "T1 T1 T2" {
+		t.Fatalf("tasks in order %q, want T1 T1 T2", got)
+	}
+	tasks, _, _ := loadState(t, dir)
+	if it := tasks.Find("T1"); it.Attempts != 0 || it.Priority != 0 || tasks.Find("T2").Priority != 1 {
+		t.Fatalf("T1 attempts %d; priorities T1 %d, T2 %d", it.Attempts, it.Priority, tasks.Find("T2").Priority)
+	}
+
+	// The same after a restart during the wait: the session names the
+	// task, and it goes before T1, which is first in the file.
+	until := time.Now().UTC().Truncate(time.Second)
+	dir = projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2) + "\n## Session\n\n- id: 20261122-100000\n- status: running\n- phase: waiting\n- iteration: 1\n- task: T2\n- wait: until " + until.Format(time.RFC3339) + "\n"})
+	fa = &fakeAgent{}
+	co = newCoordinator(t, Options{Root: dir, Agent: fa})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone {
+		t.Fatalf("after a restart: outcome %+v", out)
+	}
+	if first := currentTask(fa.prompt(1)); first != "T2" {
+		t.Fatalf("after a restart during the wait, the first task was %q, want T2", first)
+	}
+}

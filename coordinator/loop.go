@@ -169,6 +169,9 @@ type Coordinator struct {
 	commits int           // commits this run made
 	// limitWait is the last backoff for a rate limit that named no reset.
 	limitWait time.Duration
+	// retry is the task a usage or rate limit stopped: once the wait is
+	// over it runs first, if it is still ready.
+	retry string
 	// stale counts iterations in a row without progress (the breaker);
 	// tree is the work tree's fingerprint after the last iteration, and
 	// lastTasks the task file as ralph last wrote it.
@@ -318,9 +321,10 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 			return Outcome{Reason: r, Detail: detail, TasksDone: out.TasksDone}, nil
 		}
 		if until := c.session.WaitUntil; !until.IsZero() {
-			if !c.waitLimit(ctx, until) {
-				continue // stopped during the wait
-			}
+			// Stopped during the wait, or waited: either way the tasks are
+			// read again, since a person may have changed them meanwhile.
+			c.waitLimit(ctx, until)
+			continue
 		}
 		if r, detail := c.breaker(); r != "" {
 			return Outcome{Reason: r, Detail: detail, TasksDone: out.TasksDone}, nil
@@ -387,8 +391,14 @@ func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
 		}
 		return t, nil
 	}
-	if t := tasks.Next(); t != nil {
-		return t, nil
+	ready := tasks.Ready()
+	for _, t := range ready {
+		if t.ID == c.retry {
+			return t, nil
+		}
+	}
+	if len(ready) > 0 {
+		return ready[0], nil
 	}
 	counts := tasks.Counts()
 	open := counts[mdstate.Pending] + counts[mdstate.InProgress] + counts[mdstate.Blocked]
@@ -439,6 +449,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	s := &c.session
 	s.Iteration++
 	s.Task, s.Phase = task.ID, "agent"
+	c.retry = ""
 	id, title := task.ID, task.Title
 	if err := c.saveSession(func(e *mdstate.ChecklistEdit) error { return e.SetStatus(id, mdstate.InProgress) }); err != nil {
 		return false, err
@@ -505,6 +516,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 		// again, without counting an attempt.
 		outcome, note = "rate_limited", failureNote(res)
 		s.WaitUntil = c.limitUntil(res.ResetAt)
+		c.retry = id
 		note += "; waiting until " + s.WaitUntil.UTC().Format(time.RFC3339)
 	case res.IsError || res.ErrorKind != "":
 		note = failureNote(res)
@@ -764,6 +776,9 @@ func (c *Coordinator) resume() (bool, error) {
 	s := *old
 	s.Status, s.Phase, s.Reason, s.PID, s.Line = "running", "starting", "", os.Getpid(), 0
 	s.Child, s.ChildStart, s.Result = 0, 0, nil
+	if !s.WaitUntil.IsZero() {
+		c.retry = s.Task // a limit stopped it: it goes first after the wait
+	}
 	s.Agent, s.Model = c.opts.Agent.Name(), c.opts.Model
 	if c.opts.MaxIterations > 0 {
 		s.MaxIterations = s.Iteration + c.opts.MaxIterations
@@ -937,21 +952,20 @@ func (c *Coordinator) limitUntil(reset time.Time) time.Time {
 }
 
 // waitLimit waits until the limit resets, with the wait recorded in the
-// session so that a restart goes on waiting. It reports false when the run
-// was stopped during the wait.
-func (c *Coordinator) waitLimit(ctx context.Context, until time.Time) bool {
+// session so that a restart goes on waiting. It returns early when the run
+// is stopped, leaving the wait in place.
+func (c *Coordinator) waitLimit(ctx context.Context, until time.Time) {
 	if d := until.Sub(c.opts.Now()); d > 0 {
 		c.session.Phase = "waiting"
 		_ = c.saveSession(nil)
 		c.emit(Event{Kind: EventWaiting, Text: until.UTC().Format(time.RFC3339)})
 		select {
 		case <-ctx.Done():
-			return false
+			return
 		case <-time.After(d):
 		}
 	}
 	c.session.WaitUntil = time.Time{}
-	return true
 }
 
 // breaker trips after Breaker iterations in a row without progress. A
