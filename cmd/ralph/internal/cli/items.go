@@ -98,6 +98,7 @@ func newCmdSetStatus(f *Factory, kind mdstate.Kind, verb string, to mdstate.Stat
 			id := strings.ToUpper(args[0])
 			var was mdstate.Status
 			var title string
+			reset := false
 			_, err := update(f, kind, func(e *mdstate.ChecklistEdit) error {
 				it := e.Checklist().Find(id)
 				if it == nil {
@@ -107,6 +108,14 @@ func newCmdSetStatus(f *Factory, kind mdstate.Kind, verb string, to mdstate.Stat
 				if err := e.SetStatus(id, to); err != nil {
 					return err
 				}
+				// Reopened: the failed attempts start from 0, or the next
+				// failure would skip it again at once. The notes keep them.
+				if verb == "reopen" && it.Attempts > 0 {
+					reset = true
+					if err := e.SetMeta(id, "attempts", "0"); err != nil {
+						return err
+					}
+				}
 				if note != "" {
 					return e.AddMeta(id, "note", note)
 				}
@@ -115,11 +124,14 @@ func newCmdSetStatus(f *Factory, kind mdstate.Kind, verb string, to mdstate.Stat
 			if err != nil {
 				return err
 			}
-			if was == to && note == "" {
+			if was == to && note == "" && !reset {
 				fmt.Fprintf(f.IO.Out, "%s is already %s: %s\n", id, statusWord(to), title)
 				return nil
 			}
 			fmt.Fprintf(f.IO.Out, "%s %s: %s\n", id, statusWord(to), title)
+			if reset {
+				fmt.Fprintf(f.IO.Out, "its failed attempts start again from 0 (--max-attempts)\n")
+			}
 			return nil
 		},
 	}
@@ -149,7 +161,7 @@ file by hand at any time; these commands make the same edits.`,
 		newCmdSetStatus(f, mdstate.TasksKind, "done", mdstate.Done, "Mark a task done"),
 		newCmdSetStatus(f, mdstate.TasksKind, "block", mdstate.Blocked, "Mark a task blocked (say why with --note)"),
 		newCmdSetStatus(f, mdstate.TasksKind, "skip", mdstate.Skipped, "Mark a task skipped: ralph will not run it"),
-		newCmdSetStatus(f, mdstate.TasksKind, "reopen", mdstate.Pending, "Make a task pending again"),
+		newCmdSetStatus(f, mdstate.TasksKind, "reopen", mdstate.Pending, "Make a task pending again, its failed attempts back to 0"),
 	)
 	return cmd
 }

@@ -37,6 +37,8 @@ type RunOptions struct {
 	MaxAttempts                  int
 	Breaker                      int
 	Backoff                      time.Duration
+	NoOutputTimeout              time.Duration
+	IterationTimeout             time.Duration
 }
 
 // pickAgent resolves --agent, then RALPH_AGENT, then the first agent CLI
@@ -90,6 +92,9 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 			if o.MaxIterations < 0 || o.MaxCost < 0 || o.MaxTime < 0 || o.Backoff < 0 {
 				return usagef("limits must not be negative")
 			}
+			if o.NoOutputTimeout <= 0 || o.IterationTimeout <= 0 {
+				return usagef("--no-output-timeout and --iteration-timeout must be more than 0")
+			}
 			switch o.OnFailure {
 			case "retry", "skip", "abort":
 			default:
@@ -123,7 +128,8 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 			}
 			opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
 				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
-				NewSession: o.NewSession, OnFailure: o.OnFailure, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker}
+				NewSession: o.NewSession, OnFailure: o.OnFailure, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker,
+				NoOutputTimeout: o.NoOutputTimeout, IterationTimeout: o.IterationTimeout}
 			opts.Now = f.nowFunc()
 			co, err := coordinator.New(opts)
 			if err != nil {
@@ -176,6 +182,8 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 	fl.StringVar(&o.OnFailure, "on-failure", "retry", "after a failed attempt: `POLICY` retry (then skip once --max-attempts are used), skip, or abort")
 	fl.IntVar(&o.MaxAttempts, "max-attempts", 3, "failed attempts per task before it is skipped (`N`)")
 	fl.DurationVar(&o.Backoff, "backoff", 2*time.Second, "wait before the first retry (`DURATION`), doubling up to a minute")
+	fl.DurationVar(&o.NoOutputTimeout, "no-output-timeout", 10*time.Minute, "stop an agent that prints nothing for `DURATION` (a failed attempt)")
+	fl.DurationVar(&o.IterationTimeout, "iteration-timeout", time.Hour, "stop an agent that runs longer than `DURATION` (a failed attempt)")
 	fl.IntVar(&o.Breaker, "breaker", 3, "stop after `N` iterations in a row that complete no task and change no file (-1: never)")
 	return cmd
 }
