@@ -407,7 +407,9 @@ func (e *ChecklistEdit) bytes() ([]byte, *Checklist, error) {
 	if e.session != nil {
 		got, _ := after.Session()
 		eol := e.c.src.eol
-		if got == nil || !bytes.Equal(got.Render(eol), e.session.Render(eol)) {
+		// ralph's own items only: the others in the list are a person's,
+		// kept from the file (SetSession).
+		if got == nil || !bytes.Equal(got.render(eol, '-', nil), e.session.render(eol, '-', nil)) {
 			return nil, nil, fmt.Errorf("%w: %s would not hold the session as written", ErrVerify, e.c.Kind.File)
 		}
 	}

@@ -342,3 +342,101 @@ func knownRefusal(data []byte) bool {
 	last = bytes.TrimLeft(bytes.TrimRight(last, " \t"), " \t0123456789")
 	return bytes.Contains(data, []byte("\r\n")) && len(last) == 1 && bytes.IndexByte([]byte("-*+.)"), last[0]) >= 0
 }
+
+// FuzzSetSession writes a session into any tasks file: the result reads
+// back as that session, writing it again settles at once (or after one
+// more write, when a person's text needed a blank line to stay apart), and
+// no line is lost but the first lines of ralph's own session items (or the
+// write is refused with ErrVerify).
+func FuzzSetSession(f *testing.F) {
+	addCorpusSeeds(f, func(data []byte) { f.Add(data, uint8(0)) })
+	f.Add([]byte("## Session\n\n- status: running\n  a note\n- owner: ana\ntext\n"), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, variant uint8) {
+		c, err := ParseChecklist(TasksKind, data)
+		if err != nil {
+			return
+		}
+		base, bc, err := c.Edit().Bytes()
+		if err != nil {
+			return // writing IDs is FuzzEdits' business
+		}
+		s := &Session{ID: "20261122-100312", Status: "running", Phase: "agent", Iteration: int(variant), Task: "T1"}
+		if variant%2 == 1 {
+			s.Status, s.Phase, s.Reason = "paused", "", "interrupted"
+			s.Result = &IterationResult{Outcome: "done", TokensIn: 5, TokensOut: 1}
+		}
+		write := func(in []byte, c *Checklist) ([]byte, bool) {
+			e := c.Edit()
+			if err := e.SetSession(s); err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := e.Bytes()
+			if err != nil {
+				if !errors.Is(err, ErrVerify) || (strictVerify && !knownRefusal(in)) {
+					t.Fatalf("SetSession fails: %v", err)
+				}
+				return nil, false
+			}
+			return out, true
+		}
+		out, ok := write(base, bc)
+		if !ok {
+			return
+		}
+		after, err := ParseChecklist(TasksKind, out)
+		if err != nil {
+			t.Fatalf("the written file does not parse: %v", err)
+		}
+		// The next write changes nothing, or (when the person's text
+		// needed a blank line to stay apart) the one after it.
+		again, ok := write(out, after)
+		if !ok {
+			t.Fatalf("a second write of the same session is refused")
+		}
+		if !bytes.Equal(again, out) {
+			ac, err := ParseChecklist(TasksKind, again)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if third, ok := write(again, ac); !ok || !bytes.Equal(third, again) {
+				t.Fatalf("writing the same session does not settle:\n%s\nthen\n%s", lineDiff(out, again), lineDiff(again, third))
+			}
+		}
+		have := map[string]int{}
+		for _, l := range bytes.Split(out, []byte("\n")) {
+			have[string(bytes.TrimRight(l, "\r"))]++
+		}
+		for _, l := range bytes.Split(base, []byte("\n")) {
+			l = bytes.TrimRight(l, "\r")
+			if len(bytes.TrimSpace(l)) == 0 || ownSessionLine(l) {
+				continue
+			}
+			if have[string(l)] == 0 {
+				t.Fatalf("line %q was lost:\n%s", l, lineDiff(base, out))
+			}
+			have[string(l)]--
+		}
+	})
+}
+
+// ownSessionLine reports whether l could be the first line of one of
+// ralph's session items: a list marker, then a key ralph writes and ":".
+func ownSessionLine(l []byte) bool {
+	l = bytes.TrimLeft(l, " \t>")
+	switch {
+	case len(l) > 0 && (l[0] == '-' || l[0] == '*' || l[0] == '+'):
+		l = l[1:]
+	default:
+		i := 0
+		for i < len(l) && l[i] >= '0' && l[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(l) || (l[i] != '.' && l[i] != ')') {
+			return false
+		}
+		l = l[i+1:]
+	}
+	l = bytes.TrimLeft(l, " \t")
+	ke, _, _, ok := splitKeyValue(l)
+	return ok && sessionKeys[string(bytes.ToLower(l[:ke]))]
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -237,12 +238,36 @@ func (s *Session) set(key, val string) error {
 	return nil
 }
 
-// Render returns the session section's list as ralph writes it.
+// sessionKeys are the keys ralph writes in the session list; other
+// "key: value" items there are a person's and are kept as they are.
+var sessionKeys = map[string]bool{
+	"id": true, "status": true, "phase": true, "iteration": true, "task": true, "tokens": true, "cost": true,
+	"baseline": true, "agent": true, "started": true, "updated": true, "pid": true, "child": true, "wait": true,
+	"reason": true, "result": true,
+}
+
+// Render returns the session section's list as ralph writes it, Extra
+// items last.
 func (s *Session) Render(eol string) []byte {
+	b := s.render(eol, '-', nil)
+	for _, f := range s.Extra {
+		if f.Value != "" {
+			b = append(b, "- "+f.Key+": "+oneLine(f.Value)+eol...)
+		}
+	}
+	return b
+}
+
+// render writes ralph's own items with the list marker marker; after
+// each, tail(key) (a person's text under that item) when tail is not nil.
+func (s *Session) render(eol string, marker byte, tail func(key string) []byte) []byte {
 	var b bytes.Buffer
 	kv := func(k, v string) {
 		if v != "" {
-			b.WriteString("- " + k + ": " + oneLine(v) + eol)
+			b.WriteString(string(marker) + " " + k + ": " + oneLine(v) + eol)
+			if tail != nil {
+				b.Write(tail(k))
+			}
 		}
 	}
 	kv("id", s.ID)
@@ -285,23 +310,24 @@ func (s *Session) Render(eol string) []byte {
 	if s.Result != nil {
 		kv("result", s.Result.String())
 	}
-	for _, f := range s.Extra {
-		kv(f.Key, f.Value)
-	}
 	return b.Bytes()
 }
 
-// SetSession writes the session section: its list is replaced as a whole
-// (ralph owns those lines), or the section is added at the end of the file.
-// The rest of the file, tasks included, is not touched, and the check after
-// the splice reads the session back.
+// SetSession writes the session section. In its list, ralph's own items
+// are replaced as a whole; what a person wrote there stays, word for word:
+// items ralph does not write (other keys, plain notes) at the end of the
+// list, and text under one of ralph's items (a continuation line, a nested
+// list) under the same item, or under the last one when ralph no longer
+// writes that item. Without a list, one is added under the heading, or
+// the section at the end of the file. The rest of the file, tasks
+// included, is not touched, and the check after the splice reads the
+// session back.
 func (e *ChecklistEdit) SetSession(s *Session) error {
 	if e.session != nil {
 		return errors.New("one session write per edit")
 	}
 	c := e.c
 	src := c.src
-	body := s.Render(src.eol)
 	md := c.md
 	for n := md.doc.FirstChild(); n != nil; n = n.NextSibling() {
 		h, ok := n.(*ast.Heading)
@@ -314,8 +340,20 @@ func (e *ChecklistEdit) SetSession(s *Session) error {
 				break
 			}
 			if l, isList := b.(*ast.List); isList {
-				start := src.lineStart(md.pos(l))
-				e.edits = append(e.edits, Edit{Span: Span{start, md.end(l)}, Text: body})
+				start, end := src.lineStart(md.pos(l)), md.end(l)
+				body := e.sessionList(l, s)
+				// Text right below the list that was not part of it (it
+				// follows a heading or code inside the last item) would
+				// run on into ralph's last item: a blank line keeps it
+				// apart.
+				if next := src.src[end:src.lineEnd(end)]; len(bytes.TrimSpace(next)) > 0 {
+					body = append(body, src.eol...)
+				}
+				// A file that ended without a line ending still does.
+				if end == len(src.src) && !bytes.HasSuffix(src.src, []byte("\n")) {
+					body = bytes.TrimSuffix(body, []byte(src.eol))
+				}
+				e.edits = append(e.edits, Edit{Span: Span{start, end}, Text: body})
 				e.session = s
 				return nil
 			}
@@ -327,7 +365,7 @@ func (e *ChecklistEdit) SetSession(s *Session) error {
 			b.WriteString(src.eol)
 		}
 		b.WriteString(src.eol)
-		b.Write(body)
+		b.Write(s.Render(src.eol))
 		if at < len(src.src) && !bytes.HasPrefix(src.src[at:], []byte(src.eol)) {
 			b.WriteString(src.eol)
 		}
@@ -345,8 +383,74 @@ func (e *ChecklistEdit) SetSession(s *Session) error {
 		b.WriteString(src.eol)
 	}
 	b.WriteString("## " + SessionHeading + src.eol + src.eol)
-	b.Write(body)
+	b.Write(s.Render(src.eol))
 	e.edits = append(e.edits, Edit{Span: Span{at, at}, Text: b.Bytes()})
 	e.session = s
 	return nil
+}
+
+// sessionList renders s in place of list l, keeping what a person wrote
+// in l (see SetSession).
+func (e *ChecklistEdit) sessionList(l *ast.List, s *Session) []byte {
+	src, md := e.c.src, e.c.md
+	tails := map[string][]byte{}
+	var keys []string // of tails, in file order
+	var foreign []byte
+	withEOL := func(b []byte) []byte {
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			b = append(b, src.eol...)
+		}
+		return b
+	}
+	for li := l.FirstChild(); li != nil; li = li.NextSibling() {
+		first := md.pos(li)
+		if first < 0 {
+			continue
+		}
+		start := src.lineStart(first)
+		end := max(md.end(li), src.lineEnd(start))
+		key := ""
+		if fc := li.FirstChild(); fc != nil && fc.Lines().Len() > 0 {
+			at := md.pos(fc)
+			line := src.src[at:src.contentEnd(at)]
+			if ke, _, _, ok := splitKeyValue(line); ok {
+				key = strings.ToLower(string(line[:ke]))
+			}
+		}
+		if !sessionKeys[key] {
+			foreign = append(foreign, withEOL(slices.Clone(src.src[start:end]))...)
+			continue
+		}
+		if rest := src.src[src.lineEnd(start):end]; len(rest) > 0 {
+			if tails[key] == nil {
+				keys = append(keys, key)
+			}
+			tails[key] = append(tails[key], withEOL(slices.Clone(rest))...)
+		}
+	}
+	// The list's own bullet, so that the person's items stay in it.
+	marker := byte('-')
+	if !l.IsOrdered() {
+		marker = l.Marker
+	}
+	written := map[string]bool{}
+	last := ""
+	s.render(src.eol, marker, func(k string) []byte {
+		written[k], last = true, k
+		return nil
+	})
+	var orphans []byte
+	for _, k := range keys {
+		if !written[k] {
+			orphans = append(orphans, tails[k]...)
+		}
+	}
+	body := s.render(src.eol, marker, func(k string) []byte {
+		t := tails[k]
+		if k == last {
+			t = append(slices.Clone(t), orphans...)
+		}
+		return t
+	})
+	return append(body, foreign...)
 }

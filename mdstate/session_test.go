@@ -54,7 +54,10 @@ func TestSetSessionReplacesOnlyItsList(t *testing.T) {
 	const before = "# Tasks\n\n- [ ] T1: One\n\n## Session\n\nWritten by ralph; edit with care.\n\n* status: paused\n* iteration: 1\n\n## Later\n\nProse kept.\n"
 	s := testSession()
 	out := sessionEdit(t, before, func(e *ChecklistEdit) error { return e.SetSession(s) })
-	want := "# Tasks\n\n- [ ] T1: One\n\n## Session\n\nWritten by ralph; edit with care.\n\n" + string(s.Render("\n")) + "\n## Later\n\nProse kept.\n"
+	// s.Extra is not written into an existing list: the file's own
+	// items are the truth for keys ralph does not own. The list keeps its
+	// bullet.
+	want := "# Tasks\n\n- [ ] T1: One\n\n## Session\n\nWritten by ralph; edit with care.\n\n" + strings.ReplaceAll(string(s.render("\n", '-', nil)), "- ", "* ") + "\n## Later\n\nProse kept.\n"
 	if out != want {
 		t.Fatalf("got\n%s\nwant\n%s", out, want)
 	}
@@ -96,5 +99,53 @@ func TestSessionBadValuesWarn(t *testing.T) {
 	s, warns := c.Session()
 	if s == nil || s.Status != "running" || s.Result != nil || len(warns) != 3 || warns[0].Line != 3 || warns[1].Line != 5 {
 		t.Fatalf("session %+v, warnings %v", s, warns)
+	}
+}
+
+// What a person writes in the session list stays, word for word, through
+// ralph's writes: text under one of ralph's items stays under it (or under
+// the last item once ralph drops that one), and items ralph does not own
+// stay at the end.
+func TestSetSessionKeepsPersonsText(t *testing.T) {
+	const before = "# Tasks\n\n- [ ] T1: One\n\n## Session\n\n" +
+		"- id: 20261122-100312\n" +
+		"- status: running\n" +
+		"  Ana: I stopped it on purpose, see the chat.\n" +
+		"- owner: ana\n" +
+		"- child: 4250\n" +
+		"A lazy line right under child.\n" +
+		"- check the logs before resuming\n" +
+		"  - nested detail\n" +
+		"- iteration: 3\n"
+	s := &Session{ID: "20261122-100312", Status: "paused", Iteration: 4, Reason: "interrupted"}
+	out := sessionEdit(t, before, func(e *ChecklistEdit) error { return e.SetSession(s) })
+	want := "# Tasks\n\n- [ ] T1: One\n\n## Session\n\n" +
+		"- id: 20261122-100312\n" +
+		"- status: paused\n" +
+		"  Ana: I stopped it on purpose, see the chat.\n" +
+		"- iteration: 4\n" +
+		"- tokens: 0 in, 0 out\n" +
+		"- cost: $0.0000\n" +
+		"- reason: interrupted\n" +
+		"A lazy line right under child.\n" +
+		"- owner: ana\n" +
+		"- check the logs before resuming\n" +
+		"  - nested detail\n"
+	if out != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+	c, _ := ParseChecklist(TasksKind, []byte(out))
+	got, _ := c.Session()
+	if got.Status != "paused" || got.Iteration != 4 || got.Reason != "interrupted" || len(got.Extra) != 1 || got.Extra[0].Key != "owner" || got.Extra[0].Value != "ana" {
+		t.Fatalf("read back %+v", got)
+	}
+	// The next write, of the same session, changes nothing.
+	if again := sessionEdit(t, out, func(e *ChecklistEdit) error { return e.SetSession(s) }); again != out {
+		t.Fatalf("a second write changed the file:\n%s", again)
+	}
+	// CRLF files keep CRLF, the person's lines included.
+	crlf := strings.ReplaceAll(before, "\n", "\r\n")
+	if got := sessionEdit(t, crlf, func(e *ChecklistEdit) error { return e.SetSession(s) }); got != strings.ReplaceAll(want, "\n", "\r\n") {
+		t.Fatalf("CRLF: got %q", got)
 	}
 }
