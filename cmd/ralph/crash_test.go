@@ -23,14 +23,22 @@ import (
 )
 
 // crashTasks is the task list of every round: eight tasks, some waiting
-// for others.
+// for others, and a person's prose, comment, note and own meta line, which
+// must all survive (crashHuman).
 const crashTasks = `# Tasks
+
+The shop's backend. Ask Ana before touching payments.
+
+<!-- Ana: T3 waits for the sandbox keys. -->
 
 - [ ] T1: Model the cart
 - [ ] T2: Price the cart
   - after: T1
 - [ ] T3: Take card payments
   - after: T2
+  - owner: ana
+
+  Card payments go through the sandbox first.
 - [ ] T4: Write the README
 - [ ] T5: Add refunds
   - after: T3
@@ -80,6 +88,15 @@ const (
 	crashBudget   = 60 * time.Second
 )
 
+// crashHuman are the lines of crashTasks a person wrote; the test adds
+// more as it goes, editing the file while ralph is down.
+var crashHuman = []string{
+	"The shop's backend. Ask Ana before touching payments.",
+	"<!-- Ana: T3 waits for the sandbox keys. -->",
+	"  - owner: ana",
+	"  Card payments go through the sandbox first.",
+}
+
 // crashStats are the figures the test reports.
 type crashStats struct {
 	kills, survived, corrupted, redone, orphans int
@@ -90,6 +107,9 @@ type crashStats struct {
 	phases map[string]int
 	// tokensIn, tokensOut: the usage summed over all rounds' entries.
 	tokensIn, tokensOut int64
+	// handEdits counts the person's edits made between runs; humanLost
+	// the lines of theirs found missing.
+	handEdits, humanLost int
 }
 
 // eventWatch is ralph run --json's stdout: it records when the first
@@ -198,13 +218,14 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	slices.Sort(phases)
 	report := fmt.Sprintf("seed %d: %d rounds; kills inflicted %d; crashes survived %d; files corrupted %d; completed tasks redone %d; orphaned children %d; "+
+		"hand edits between runs %d, a person's lines lost %d; "+
 		"entries restored on recovery %d; tokens in entries %d in, %d out (= the sessions' totals); recovery to first task_started: median %s over %d runs; kills by phase: %s",
-		seed, st.rounds, st.kills, st.survived, st.corrupted, st.redone, st.orphans, st.restored, st.tokensIn, st.tokensOut,
+		seed, st.rounds, st.kills, st.survived, st.corrupted, st.redone, st.orphans, st.handEdits, st.humanLost, st.restored, st.tokensIn, st.tokensOut,
 		median.Round(time.Microsecond), len(st.toFirstTask), strings.Join(phases, ", "))
 	t.Log(report)
 	fmt.Println("crash-recovery: " + report)
-	if st.survived != st.kills || st.corrupted != 0 || st.redone != 0 || st.orphans != 0 {
-		t.Errorf("want every kill survived and nothing corrupted, redone or orphaned")
+	if st.survived != st.kills || st.corrupted != 0 || st.redone != 0 || st.orphans != 0 || st.humanLost != 0 {
+		t.Errorf("want every kill survived and nothing corrupted, redone, orphaned or lost")
 	}
 }
 
@@ -224,6 +245,7 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 		args = append(args, "--agent", "claude")
 	}
 	checkedPids := 0
+	human := slices.Clone(crashHuman)
 	recovering := false // the last run was killed
 	ended := false
 	for run := 0; !ended; run++ {
@@ -301,6 +323,12 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 		st.kills++
 		recovering = true
 		status := crashCheckKill(t, bin, env, dir, st, &checkedPids)
+		crashCheckHuman(t, dir, human, st)
+		// While ralph is down, a person edits the tasks file now and then:
+		// a note at its end, or a line of their own in the session list.
+		if !t.Failed() && rng.IntN(3) == 0 {
+			human = append(human, crashHandEdit(t, dir, st))
+		}
 		if t.Failed() {
 			t.Logf("round %d run %d: killed after a delay; stderr:\n%s", st.rounds, run, stderr.Bytes())
 			return
@@ -310,6 +338,7 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 		ended = status == "ended"
 	}
 	crashCheckEnd(t, dir, st)
+	crashCheckHuman(t, dir, human, st)
 	if ended && !t.Failed() {
 		// The last kill came after the session ended; the end checks
 		// are its recovery.
@@ -423,6 +452,54 @@ func crashCheckKill(t *testing.T, bin string, env []string, dir string, st *cras
 	}
 	*checkedPids = len(pids)
 	return status
+}
+
+// crashHandEdit edits RALPH_TASKS.md as a person would, in place, and
+// returns the line they wrote: a line of their own right under the session
+// list's first item, or else a paragraph at the end of the file.
+func crashHandEdit(t *testing.T, dir string, st *crashStats) string {
+	t.Helper()
+	path := filepath.Join(dir, mdstate.TasksFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.handEdits++
+	text := string(data)
+	if i := strings.Index(text, "\n- id: "); i >= 0 && !strings.Contains(text, "- checked-by: ") {
+		line := fmt.Sprintf("- checked-by: ana, edit %d", st.handEdits)
+		j := i + 1 + strings.IndexByte(text[i+1:], '\n') + 1
+		text = text[:j] + line + "\n" + text[j:]
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return line
+	}
+	line := fmt.Sprintf("A person's note, edit %d.", st.handEdits)
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if err := os.WriteFile(path, []byte(text+"\n"+line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
+
+// crashCheckHuman checks that every line the person wrote is still in
+// RALPH_TASKS.md, word for word.
+func crashCheckHuman(t *testing.T, dir string, human []string, st *crashStats) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, mdstate.TasksFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	for _, h := range human {
+		if !slices.Contains(lines, h) {
+			st.humanLost++
+			t.Errorf("round %d: the person's line %q is gone from %s:\n%s", st.rounds, h, mdstate.TasksFile, data)
+		}
+	}
 }
 
 // crashPhase names where ralph was when it was killed, from the session it
