@@ -33,7 +33,20 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(holdLockEnv); dir != "" {
 		os.Exit(holdLock(dir))
 	}
-	os.Exit(m.Run())
+	// The machine's git configuration stays out of the tests (a global
+	// excludes file would change the project scan in every prompt).
+	home, err := os.MkdirTemp("", "coordinator-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("HOME", home)
+	os.Unsetenv("XDG_CONFIG_HOME")
+	os.Unsetenv("GIT_CONFIG_GLOBAL")
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
 }
 
 func holdLock(dir string) int {

@@ -80,3 +80,20 @@ func typeStrings(types []Type) []string {
 	}
 	return out
 }
+
+// TestMain keeps the machine's git configuration out of the tests: a
+// developer's global excludes file would hide fixture files.
+func TestMain(m *testing.M) {
+	home, err := os.MkdirTemp("", "projectdetect-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("HOME", home)
+	os.Unsetenv("XDG_CONFIG_HOME")
+	os.Unsetenv("GIT_CONFIG_GLOBAL")
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
+}

@@ -1,6 +1,8 @@
 package projectdetect
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -167,5 +169,79 @@ module y
 	}
 	if skipped["pkg"] {
 		t.Errorf("pkg marked skipped")
+	}
+}
+
+// TestGlobalExcludes: the user's global excludes file, from
+// core.excludesFile (the repository's config wins over the user's) or at
+// $XDG_CONFIG_HOME/git/ignore, hides files as it does from git, below
+// .git/info/exclude and .gitignore (which can re-include).
+func TestGlobalExcludes(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	write := func(path, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const tree = `
+-- .git/HEAD --
+ref: refs/heads/main
+-- .gitignore --
+!keep.scratch
+-- go.mod --
+module x
+-- main.go --
+-- notes.scratch --
+-- keep.scratch --
+-- .idea/workspace.xml --
+-- scratch-web/package.json --
+{"scripts": {"test": "jest"}}
+`
+	files := func() []string {
+		p := detectArchive(t, tree)
+		var top []string
+		for _, e := range p.Summary.TopLevel {
+			top = append(top, e.Name)
+		}
+		return top
+	}
+	all := []string{".gitignore", ".idea", "go.mod", "keep.scratch", "main.go", "notes.scratch", "scratch-web"}
+	if got := files(); !slices.Equal(got, all) {
+		t.Fatalf("no global excludes: %q, want %q", got, all)
+	}
+
+	// The default place, ~/.config/git/ignore.
+	write(filepath.Join(home, ".config", "git", "ignore"), "*.scratch\n.idea/\n")
+	want := []string{".gitignore", "go.mod", "keep.scratch", "main.go", "scratch-web"}
+	if got := files(); !slices.Equal(got, want) {
+		t.Fatalf("~/.config/git/ignore: %q, want %q", got, want)
+	}
+
+	// core.excludesFile in ~/.gitconfig replaces it, with ~ expanded and
+	// quotes and comments read as git reads them.
+	write(filepath.Join(home, ".gitconfig"), "[user]\n\tname = A\n[core \"sub\"]\n\texcludesFile = /nowhere\n[core]\n\texcludesFile = \"~/my ignore\" ; mine\n")
+	write(filepath.Join(home, "my ignore"), "scratch-web/\n")
+	want = []string{".gitignore", ".idea", "go.mod", "keep.scratch", "main.go", "notes.scratch"}
+	if got := files(); !slices.Equal(got, want) {
+		t.Fatalf("core.excludesFile: %q, want %q", got, want)
+	}
+
+	// The repository's own config wins; a relative path is from the root.
+	p := detectArchive(t, tree+"-- .git/config --\n[core]\n\texcludesfile = local-ignore\n-- local-ignore --\nmain.go\n")
+	var top []string
+	for _, e := range p.Summary.TopLevel {
+		top = append(top, e.Name)
+	}
+	want = []string{".gitignore", ".idea", "go.mod", "keep.scratch", "local-ignore", "notes.scratch", "scratch-web"}
+	if !slices.Equal(top, want) {
+		t.Fatalf("the repository's core.excludesFile: %q, want %q", top, want)
 	}
 }

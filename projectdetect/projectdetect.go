@@ -18,7 +18,7 @@
 //     and nested, with negation), .git/info/exclude, and a fixed list of
 //     vendored, generated and cache directories (node_modules, vendor,
 //     target, .venv, ...). The root is taken as the top of the ignore
-//     hierarchy; global git excludes are not read.
+//     hierarchy; the user's global git excludes file is read too.
 //   - Projects are not reported from hidden or underscored directories or
 //     test fixture trees (testdata, fixtures), whose files are still
 //     counted: their manifests describe test inputs or tooling, not the

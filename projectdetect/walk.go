@@ -254,8 +254,11 @@ func (w *walker) readDir(i int) error {
 	return nil
 }
 
-// excludeRules reads .git/info/exclude, following a .git file (worktree or
-// submodule) to the common git directory that holds it.
+// excludeRules reads the excludes git applies before any .gitignore:
+// the user's global excludes file (lowest priority), then
+// .git/info/exclude, following a .git file (worktree or submodule) to the
+// common git directory that holds it. Outside a git repository there are
+// none.
 func (w *walker) excludeRules() []ignoreRule {
 	gitDir := filepath.Join(w.root, ".git")
 	info, err := os.Lstat(gitDir)
@@ -284,11 +287,121 @@ func (w *walker) excludeRules() []ignoreRule {
 			gitDir = c
 		}
 	}
-	data, err := readSmall(filepath.Join(gitDir, "info", "exclude"))
-	if err != nil {
-		return nil
+	var rules []ignoreRule
+	if path := globalExcludesFile(w.root, gitDir); path != "" {
+		if data, err := readSmall(path); err == nil {
+			rules = parseIgnore(data, 0)
+		}
 	}
-	return parseIgnore(data, 0)
+	if data, err := readSmall(filepath.Join(gitDir, "info", "exclude")); err == nil {
+		rules = append(rules, parseIgnore(data, 0)...)
+	}
+	return rules
+}
+
+// globalExcludesFile is the excludes file git reads for every repository:
+// core.excludesFile from the system's, the user's or the repository's git
+// config (the last one set wins, as in git), else
+// $XDG_CONFIG_HOME/git/ignore, which defaults to ~/.config/git/ignore.
+// GIT_CONFIG_GLOBAL and GIT_CONFIG_NOSYSTEM are honoured; include
+// directives are not followed.
+func globalExcludesFile(root, gitDir string) string {
+	home, _ := os.UserHomeDir()
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	var configs []string
+	if os.Getenv("GIT_CONFIG_NOSYSTEM") == "" {
+		configs = append(configs, "/etc/gitconfig")
+	}
+	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
+		configs = append(configs, g)
+	} else {
+		if xdg != "" {
+			configs = append(configs, filepath.Join(xdg, "git", "config"))
+		}
+		if home != "" {
+			configs = append(configs, filepath.Join(home, ".gitconfig"))
+		}
+	}
+	configs = append(configs, filepath.Join(gitDir, "config"))
+	path := ""
+	for _, c := range configs {
+		if data, err := readSmall(c); err == nil {
+			if v, ok := gitConfigValue(data, "core", "excludesfile"); ok {
+				path = v
+			}
+		}
+	}
+	switch {
+	case path == "" && xdg != "":
+		return filepath.Join(xdg, "git", "ignore")
+	case path == "~" || strings.HasPrefix(path, "~/"):
+		if home == "" {
+			return ""
+		}
+		return filepath.Join(home, path[1:])
+	case path != "" && !filepath.IsAbs(path):
+		return filepath.Join(root, path)
+	}
+	return path
+}
+
+// gitConfigValue returns the last value of section.key (both lower case)
+// in a git config file. Subsections ([core "x"]) do not count; quotes and
+// the escapes \\, \", \t and \n are read as git reads them.
+func gitConfigValue(data []byte, section, key string) (string, bool) {
+	cur, val, found := "", "", false
+	for _, raw := range strings.Split(string(data), "\n") {
+		line := strings.TrimSpace(raw)
+		if strings.HasPrefix(line, "[") {
+			name, _, _ := strings.Cut(line[1:], "]")
+			if strings.ContainsAny(name, " \t\"") {
+				cur = "" // a subsection
+			} else {
+				cur = strings.ToLower(strings.TrimSpace(name))
+			}
+			continue
+		}
+		if cur != section || line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		k, v, hasValue := strings.Cut(line, "=")
+		if !strings.EqualFold(strings.TrimSpace(k), key) || !hasValue {
+			continue
+		}
+		val, found = gitConfigString(strings.TrimSpace(v)), true
+	}
+	return val, found
+}
+
+// gitConfigString reads a config value: quoted parts keep their spaces and
+// comment characters, an unquoted # or ; starts a comment.
+func gitConfigString(v string) string {
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(v):
+			i++
+			switch v[i] {
+			case 't':
+				b.WriteByte('\t')
+			case 'n':
+				b.WriteByte('\n')
+			default:
+				b.WriteByte(v[i])
+			}
+		case (c == '#' || c == ';') && !quoted:
+			return strings.TrimSpace(b.String())
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // rootConfigs records config files at the root and in the few well-known
