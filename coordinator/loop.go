@@ -859,8 +859,9 @@ func (c *Coordinator) resume() (bool, error) {
 // entry. Without it the session's totals would count tokens no entry shows,
 // and a done task would have no "outcome: done" entry. The entry, if it was
 // written, is no older than that save (the session's "updated"), and names
-// the task and the iteration. A session saved by an older ralph has no
-// result: a done task still gets its entry, without duration, tokens or cost.
+// the task's ID (a person may have renamed it since) and the iteration. A
+// session saved by an older ralph has no result: a done task still gets
+// its entry, without duration, tokens or cost.
 func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklist) error {
 	if old.Phase != "writing" || old.Task == "" || old.Iteration == 0 {
 		return nil
@@ -877,7 +878,7 @@ func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklis
 	iteration := strconv.Itoa(old.Iteration)
 	since := old.Updated.Truncate(time.Second)
 	for i := len(log.Recent) - 1; i >= 0 && !log.Recent[i].Time.Before(since); i-- {
-		if e := &log.Recent[i]; e.Title == title && e.Get("iteration") == iteration {
+		if e := &log.Recent[i]; strings.HasPrefix(e.Title, t.ID+": ") && e.Get("iteration") == iteration {
 			return nil // written before the kill
 		}
 	}

@@ -149,10 +149,10 @@ func TestResumeRestoresEntryFromResult(t *testing.T) {
 }
 
 // A kill after the entry was written (phase still "writing"): nothing is
-// written twice.
+// written twice, even when a person renamed the task before the restart.
 func TestResumeEntryAlreadyWritten(t *testing.T) {
 	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
-	writeTasks(t, dir, "# Tasks\n\n- [x] T1: Task number 1\n\n## Session\n\n- id: 20261122-100000\n- status: running\n- phase: writing\n"+
+	writeTasks(t, dir, "# Tasks\n\n- [x] T1: Task number 1, renamed\n\n## Session\n\n- id: 20261122-100000\n- status: running\n- phase: writing\n"+
 		"- iteration: 1\n- task: T1\n- tokens: 10 in, 1 out\n- updated: 2026-11-22T10:20:00Z\n- result: done, 10 in, 1 out, $0.0000, 1s\n")
 	e := mdstate.Entry{Time: time.Date(2026, 11, 22, 10, 20, 0, 0, time.UTC), Title: "T1: Task number 1",
 		Fields: []mdstate.Field{{Key: "outcome", Value: "done"}, {Key: "iteration", Value: "1"}, {Key: "tokens", Value: "10 in, 1 out"}}}
