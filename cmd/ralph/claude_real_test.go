@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,5 +138,137 @@ func TestRealClaudeLoop(t *testing.T) {
 	}
 	if sum := log.Recent[2]; sum.Get("outcome") != "ended (all_done)" || sum.Get("tasks") != "2 done" || sum.Get("tokens") != fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut) {
 		t.Errorf("summary entry %+v", sum)
+	}
+}
+
+// TestRealClaudeCrashResume kills ralph with SIGKILL while the real Claude
+// Code CLI is in the middle of an answer, then starts `ralph run` again:
+// the CLI does not outlive ralph by more than a second, the session reads
+// as interrupted, and the next run resumes it (same id, iteration counter
+// going on, the task back with attempts+1 and a note) and finishes, with
+// the session's token totals the sum of its entries.
+func TestRealClaudeCrashResume(t *testing.T) {
+	claude, path := realClaudeBin(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+
+	tmp := t.TempDir()
+	project, home, bin := filepath.Join(tmp, "project"), filepath.Join(tmp, "home"), filepath.Join(tmp, "bin")
+	for _, d := range []string{project, home, bin} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(claude, filepath.Join(bin, "claude")); err != nil {
+		t.Fatal(err)
+	}
+	tasks := "# Tasks\n\n- [ ] T1: Write one.txt\n- [ ] T2: Write two.txt\n  - after: T1\n"
+	if err := os.WriteFile(filepath.Join(project, mdstate.TasksFile), []byte(tasks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"T1": "one.txt", "T2": "two.txt"}
+	var stalled atomic.Bool
+	api := &agenttest.FakeAPI{
+		Route: func(text string) (string, string, bool) {
+			m := currentTaskRe.FindStringSubmatch(text)
+			if m == nil || files[m[1]] == "" {
+				return "", "", false
+			}
+			return filepath.Join(project, files[m[1]]), "written for " + m[1] + "\n", true
+		},
+		// The first request hangs mid-answer: the kill comes then.
+		Stall: func(agenttest.APICall) bool { return stalled.CompareAndSwap(false, true) },
+	}
+	url := api.Start(t)
+	ralph := buildRalph(t)
+	env := agenttest.FakeAPIEnv(home, url, bin+string(filepath.ListSeparator)+path)
+	args := []string{"run", "--agent", "claude", "--model", "claude-sonnet-4-5"}
+
+	var out1, err1 bytes.Buffer
+	p, err := proc.Start(ctx, proc.Cmd{Name: ralph, Args: args, Dir: project, Env: env}, &out1, &err1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the CLI's stalled request (recorded by the API only once it
+	// ends), and its pid in the session.
+	var child int
+	for deadline := time.Now().Add(90 * time.Second); child == 0 || !stalled.Load(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			p.Signal(syscall.SIGKILL)
+			p.Wait(5 * time.Second)
+			t.Fatalf("the CLI never reached the API; ralph's stderr:\n%s", err1.Bytes())
+		}
+		if cl, err := mdstate.Open(project).LoadChecklist(mdstate.TasksKind); err == nil {
+			if s, _ := cl.Session(); s != nil {
+				child = s.Child
+			}
+		}
+	}
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.Wait(10 * time.Second)
+	killed := time.Now()
+	for crashAlive(child) {
+		if time.Since(killed) > time.Second {
+			syscall.Kill(child, syscall.SIGKILL)
+			t.Fatalf("the claude CLI (pid %d) outlived ralph by more than a second", child)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the claude CLI (pid %d) was gone %s after ralph's SIGKILL", child, time.Since(killed).Round(time.Millisecond))
+
+	res, err := proc.Run(ctx, proc.Cmd{Name: ralph, Args: []string{"status", "--json"}, Dir: project, Env: env})
+	if err != nil || res.ExitCode != 0 || !bytes.Contains(res.Stdout, []byte(`"status": "interrupted"`)) {
+		t.Fatalf("ralph status --json after the kill: exit %d, %v\n%s", res.ExitCode, err, res.Stdout)
+	}
+	before, _ := mdstate.Open(project).LoadChecklist(mdstate.TasksKind)
+	was, _ := before.Session()
+
+	res, err = proc.Run(ctx, proc.Cmd{Name: ralph, Args: args, Dir: project, Env: env})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("ralph run after the kill: exit %d, %v\nstderr: %s", res.ExitCode, err, res.Stderr)
+	}
+	if !bytes.Contains(res.Stderr, []byte("resuming session "+was.ID+" (interrupted at iteration 1, task T1, phase agent)")) {
+		t.Errorf("the second run did not say it resumed:\n%s", res.Stderr)
+	}
+	for id, name := range files {
+		if data, err := os.ReadFile(filepath.Join(project, name)); err != nil || string(data) != "written for "+id+"\n" {
+			t.Errorf("%s: %q, %v", name, data, err)
+		}
+	}
+	cl, err := mdstate.Open(project).LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := cl.Session()
+	if s.ID != was.ID || s.Status != "ended" || s.Iteration != 3 {
+		t.Errorf("session %+v, want %s ended at iteration 3", s, was.ID)
+	}
+	if t1 := cl.Find("T1"); t1.Status != mdstate.Done || t1.Attempts != 1 || len(t1.Notes) != 1 || !strings.Contains(t1.Notes[0], "during phase agent (iteration 1)") {
+		t.Errorf("T1: %+v", t1)
+	}
+	log, err := mdstate.Open(project).ReadProgress(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, outTok int64
+	var titles []string
+	for _, e := range log.Recent {
+		titles = append(titles, e.Title+" ["+e.Get("outcome")+"]")
+		var i, o int64
+		if _, err := fmt.Sscanf(e.Get("tokens"), "%d in, %d out", &i, &o); err == nil && strings.HasPrefix(e.Title, "T") {
+			in, outTok = in+i, outTok+o
+		}
+	}
+	want := "session " + was.ID + " recovered [recovered]|T1: Write one.txt [done]|T2: Write two.txt [done]|session " + was.ID + " ended [ended (all_done)]"
+	if got := strings.Join(titles, "|"); got != want {
+		t.Errorf("progress entries\n%s\nwant\n%s", got, want)
+	}
+	if in == 0 || in != s.TokensIn || outTok != s.TokensOut {
+		t.Errorf("entries sum to %d in, %d out; the session says %d in, %d out", in, outTok, s.TokensIn, s.TokensOut)
+	}
+	if n := len(api.Posts()); n != 5 {
+		t.Errorf("the API got %d requests, want 5 (the stalled one, then two per task)", n)
 	}
 }

@@ -16,13 +16,15 @@ import (
 // (ANTHROPIC_BASE_URL pointed at it): to a conversation without a tool
 // result it streams one Write tool call, chosen by Route from what the user
 // messages say; once the tool's result comes back it streams FakeFinal. With
-// RateLimit it answers every request with a 429.
+// RateLimit it answers every request with a 429; a request Stall picks gets
+// the start of an answer, then nothing until the client goes away.
 type FakeAPI struct {
 	// Route chooses the file the Write call creates, from the text of the
 	// request's user messages (the prompt, then any tool results). ok false
 	// answers with FakeFinal at once, writing nothing.
 	Route     func(userText string) (path, content string, ok bool)
 	RateLimit bool
+	Stall     func(APICall) bool
 
 	mu    sync.Mutex
 	calls []APICall
@@ -150,6 +152,10 @@ func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"usage": map[string]any{"input_tokens": 120, "output_tokens": 1},
 	}})
 	sse(w, "ping", map[string]any{"type": "ping"})
+	if f.Stall != nil && f.Stall(call) {
+		<-r.Context().Done()
+		return
+	}
 	path, content, ok := "", "", false
 	if call.ToolResultFor == "" && f.Route != nil {
 		path, content, ok = f.Route(call.UserText)
