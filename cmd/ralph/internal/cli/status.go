@@ -197,6 +197,9 @@ func printStatus(f *Factory, r *coordinator.Report, s StatusJSON) {
 		if ses.Task != "" {
 			fmt.Fprintf(w, ", task %s", ses.Task)
 		}
+		if ses.Status == "interrupted" || ses.Status == "paused" {
+			fmt.Fprintf(w, " · `ralph run` continues it")
+		}
 		fmt.Fprintln(w)
 	}
 	if len(missing) > 0 {
