@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +111,9 @@ const (
 	StopInterrupted StopReason = "interrupted" // stopped by the user: exit 130
 	StopPaused      StopReason = "paused"      // paused after an iteration: exit 0
 	StopFailed      StopReason = "failed"      // a task failed under --on-failure abort: exit 1
+	// StopReplaced ends a session that a --new-session run replaces; no
+	// run returns it.
+	StopReplaced StopReason = "new_session"
 )
 
 // Outcome is how a run ended.
@@ -150,28 +155,34 @@ func (o Options) withDefaults() Options {
 // takes the project's lock; front ends call Run, Pause, Queue and read
 // Events; Close gives the lock up.
 type Coordinator struct {
-	opts    Options
-	p       *mdstate.Project
-	lock    *Lock
-	events  chan Event
-	once    sync.Once
-	paused  atomic.Bool
-	mu      sync.Mutex
-	queued  []string
-	session mdstate.Session
-	started time.Time
+	opts   Options
+	p      *mdstate.Project
+	lock   *Lock
+	events chan Event
+	once   sync.Once
+	paused atomic.Bool
+	mu     sync.Mutex
+	queued []string
+	// pausing is closed by the first Pause: it cuts a wait short.
+	pausing   chan struct{}
+	pauseOnce sync.Once
+	session   mdstate.Session
+	started   time.Time
 	// scanned is the project scan, made once a session: what kind of
 	// project it is does not change from one task to the next.
 	scanned *projectdetect.Project
 	abort   string        // set when a failure stops the run
 	wait    time.Duration // backoff before the next iteration
-	skipped []string      // tasks this run gave up on
-	commits int           // commits this run made
+	// again is set when the last iteration failed and its task will be
+	// tried again (the failure policy allows another attempt).
+	again bool
 	// limitWait is the last backoff for a rate limit that named no reset.
 	limitWait time.Duration
 	// retry is the task a usage or rate limit stopped: once the wait is
-	// over it runs first, if it is still ready.
-	retry string
+	// over it runs first, if it is still ready. waited is the end of the
+	// last wait this run saw through.
+	retry  string
+	waited time.Time
 	// stale counts iterations in a row without progress (the breaker);
 	// tree is the work tree's fingerprint after the last iteration, and
 	// lastTasks the task file as ralph last wrote it.
@@ -193,7 +204,7 @@ func New(opts Options) (*Coordinator, error) {
 		return nil, err
 	}
 	p := mdstate.Open(opts.Root)
-	return &Coordinator{opts: opts, p: p, lock: lock, events: make(chan Event, 256)}, nil
+	return &Coordinator{opts: opts, p: p, lock: lock, events: make(chan Event, 256), pausing: make(chan struct{})}, nil
 }
 
 // Events returns the event stream. It is closed when Run returns; a front
@@ -207,8 +218,12 @@ func (c *Coordinator) Queue(msg string) {
 	c.mu.Unlock()
 }
 
-// Pause stops the run after the current iteration.
-func (c *Coordinator) Pause() { c.paused.Store(true) }
+// Pause stops the run after the current iteration, or at once when it
+// waits for a usage limit to reset.
+func (c *Coordinator) Pause() {
+	c.paused.Store(true)
+	c.pauseOnce.Do(func() { close(c.pausing) })
+}
 
 // Close releases the lock.
 func (c *Coordinator) Close() { c.lock.Release() }
@@ -270,7 +285,20 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 		}
 	}
 	defer func() {
-		if c.session.Status != "" && out.Reason != StopInterrupted && out.Reason != StopPaused && err == nil {
+		if err != nil && c.session.Status != "" {
+			// Not a stop but an error (a state file ralph cannot write,
+			// say): the session is left running, as a crash leaves it, so
+			// that the next start recovers it: the task goes back to
+			// pending, an entry lost on the way is written.
+			c.session.Reason = oneLineText("error: " + err.Error())
+			c.session.Child = 0
+			_ = c.saveSession(nil) // may fail the same way; the lock's release says "interrupted" anyway
+			out.Session = c.session
+			out.Iterations = c.session.Iteration
+			c.emit(Event{Kind: EventStopped, Reason: "error", Text: err.Error()})
+			return
+		}
+		if c.session.Status != "" && out.Reason != StopInterrupted && out.Reason != StopPaused {
 			// "ending" first: a crash between the summary and the final
 			// save is then ended on the next start, not resumed (which
 			// would write a second summary).
@@ -320,10 +348,15 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 		if r, detail := c.limitReached(); r != "" {
 			return Outcome{Reason: r, Detail: detail, TasksDone: out.TasksDone}, nil
 		}
-		if until := c.session.WaitUntil; !until.IsZero() {
+		if until := c.session.WaitUntil; !until.IsZero() && !until.Equal(c.waited) {
 			// Stopped during the wait, or waited: either way the tasks are
 			// read again, since a person may have changed them meanwhile.
-			c.waitLimit(ctx, until)
+			// The wait stays in the session until the next iteration
+			// starts: a stop right after it still retries the same task
+			// first.
+			if c.waitLimit(ctx, until) {
+				c.waited = until
+			}
 			continue
 		}
 		if r, detail := c.breaker(); r != "" {
@@ -355,6 +388,10 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 			case ctx.Err() != nil:
 				// Reported as an interrupt at the top of the loop: exit
 				// 130, not "all done".
+				continue
+			case !done && (c.again || !c.session.WaitUntil.IsZero()):
+				// Another attempt (the failure policy allows it), or the
+				// same task after a usage limit's wait.
 				continue
 			case !done:
 				// Exit 0 means the work is done: a failed or blocked
@@ -402,8 +439,9 @@ func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
 	}
 	counts := tasks.Counts()
 	open := counts[mdstate.Pending] + counts[mdstate.InProgress] + counts[mdstate.Blocked]
-	if open == 0 && len(c.skipped) > 0 {
-		return nil, &Outcome{Reason: StopFailed, Detail: "no task left to run; gave up on " + strings.Join(c.skipped, ", ") + " after failed attempts (see their notes)"}
+	skipped := gaveUp(tasks)
+	if open == 0 && len(skipped) > 0 {
+		return nil, &Outcome{Reason: StopFailed, Detail: "no task left to run; gave up on " + strings.Join(skipped, ", ") + " after failed attempts (see their notes; `ralph task reopen ID` tries one again)"}
 	}
 	if open == 0 {
 		return nil, &Outcome{Reason: StopAllDone, Detail: "every task is done"}
@@ -412,8 +450,8 @@ func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
 	if open == 1 {
 		detail = "1 task left, not ready (blocked, in progress, or waiting for others)"
 	}
-	if len(c.skipped) > 0 {
-		detail += "; gave up on " + strings.Join(c.skipped, ", ") + " after failed attempts (see their notes)"
+	if len(skipped) > 0 {
+		detail += "; gave up on " + strings.Join(skipped, ", ") + " after failed attempts (see their notes)"
 	}
 	return nil, &Outcome{Reason: StopNoneReady, Detail: detail}
 }
@@ -449,7 +487,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	s := &c.session
 	s.Iteration++
 	s.Task, s.Phase = task.ID, "agent"
-	c.retry = ""
+	s.WaitUntil, c.retry, c.again = time.Time{}, "", false
 	id, title := task.ID, task.Title
 	if err := c.saveSession(func(e *mdstate.ChecklistEdit) error { return e.SetStatus(id, mdstate.InProgress) }); err != nil {
 		return false, err
@@ -498,6 +536,9 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	})
 	took := c.opts.Now().Sub(start)
 	s.Child, s.ChildStart = 0, 0
+	// Costs are kept to 1/100 of a cent, as the files show them: the
+	// session's total is then exactly the sum of its entries.
+	res.CostUSD = math.Round(res.CostUSD*1e4) / 1e4
 	s.TokensIn += res.Usage.In
 	s.TokensOut += res.Usage.Out
 	s.CostUSD += res.CostUSD
@@ -509,13 +550,15 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	switch {
 	case runErr != nil:
 		note = "the agent could not start: " + runErr.Error()
-	case ctx.Err() != nil || res.ErrorKind == "interrupted":
+	case res.ErrorKind == "interrupted" || (ctx.Err() != nil && (res.IsError || res.ErrorKind != "" || rep.Verdict == VerdictNone)):
+		// Stopped before it answered. An answer that came in before the
+		// stop counts: the work is not thrown away.
 		outcome, note = "interrupted", fmt.Sprintf("interrupted at %s in iteration %d", c.opts.Now().UTC().Format(time.RFC3339), s.Iteration)
 	case res.ErrorKind == agent.KindRateLimit:
 		// Not the task's fault: wait for the reset and try the same task
 		// again, without counting an attempt.
 		outcome, note = "rate_limited", failureNote(res)
-		s.WaitUntil = c.limitUntil(res.ResetAt)
+		s.WaitUntil, c.waited = c.limitUntil(res.ResetAt), time.Time{}
 		c.retry = id
 		note += "; waiting until " + s.WaitUntil.UTC().Format(time.RFC3339)
 	case res.IsError || res.ErrorKind != "":
@@ -540,18 +583,20 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 		case c.opts.OnFailure == "abort":
 			c.abort = fmt.Sprintf("%s failed and --on-failure is abort: %s", id, note)
 		case c.opts.OnFailure == "skip":
-			newStatus, note = mdstate.Skipped, note+"; skipped (--on-failure skip)"
-			c.skipped = append(c.skipped, id)
+			newStatus, note = mdstate.Skipped, note+skippedBySkip
 		case attempts >= c.opts.MaxAttempts:
-			newStatus, note = mdstate.Skipped, fmt.Sprintf("%s; skipped after %d failed attempts", note, attempts)
-			c.skipped = append(c.skipped, id)
+			newStatus, note = mdstate.Skipped, note+skippedAfter(attempts)
 		default:
 			c.wait = min(c.opts.Backoff<<max(attempts-1, 0), time.Minute)
+			c.again = true
 		}
 	}
 	// The outcome and usage go into the same write as the status: if ralph
 	// dies before the progress entry below is appended, the next start
 	// writes it from them (restoreEntry).
+	if outcome == "done" {
+		s.Done++
+	}
 	s.Result = &mdstate.IterationResult{Outcome: outcome, TokensIn: res.Usage.In, TokensOut: res.Usage.Out,
 		CostUSD: res.CostUSD, Duration: took.Round(time.Second)}
 	err = c.saveSession(func(e *mdstate.ChecklistEdit) error {
@@ -582,7 +627,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 			note = strings.TrimSpace(note + " commit failed: " + cerr.Error())
 		case hash != "":
 			commit = hash[:7]
-			c.commits++
+			s.Commits++ // saved with the next write of the session
 		}
 	}
 	entry := mdstate.Entry{Time: c.opts.Now(), Title: id + ": " + title, Fields: []mdstate.Field{
@@ -678,6 +723,31 @@ func (c *Coordinator) writeReport(rep AgentReport) error {
 	return err
 }
 
+// The notes ralph adds to a task it gives up on; gaveUp finds them.
+const skippedBySkip = "; skipped (--on-failure skip)"
+
+func skippedAfter(attempts int) string {
+	return fmt.Sprintf("; skipped after %d failed attempts", attempts)
+}
+
+var skippedAfterRe = regexp.MustCompile(`; skipped after [0-9]+ failed attempts$`)
+
+// gaveUp lists the skipped tasks ralph gave up on, by the note it left:
+// they keep a run from reporting "all done", also after a restart. A task
+// a person skipped does not count.
+func gaveUp(tasks *mdstate.Checklist) []string {
+	var ids []string
+	for _, t := range tasks.Items {
+		if t.Status != mdstate.Skipped || len(t.Notes) == 0 {
+			continue
+		}
+		if last := t.Notes[len(t.Notes)-1]; strings.HasSuffix(last, skippedBySkip) || skippedAfterRe.MatchString(last) {
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
+}
+
 func failureNote(res agent.Result) string {
 	switch res.ErrorKind {
 	case "no_output":
@@ -758,9 +828,6 @@ const EventResumed EventKind = "resumed"
 // in which phase it was cut short, and records a "recovered" progress
 // entry. It reports whether it resumed.
 func (c *Coordinator) resume() (bool, error) {
-	if c.opts.NewSession {
-		return false, nil
-	}
 	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
 	if err != nil {
 		return false, err
@@ -784,6 +851,16 @@ func (c *Coordinator) resume() (bool, error) {
 		s.MaxIterations = s.Iteration + c.opts.MaxIterations
 	}
 	c.session = s
+	if interrupted {
+		// Recovered even when a new session follows: the agent stopped,
+		// the task put back, a lost entry written.
+		if err := c.recoverInterrupted(old, tasks); err != nil {
+			return false, err
+		}
+	}
+	if c.opts.NewSession {
+		return false, c.endReplaced()
+	}
 	what := fmt.Sprintf("resuming session %s (%s at iteration %d", s.ID, map[bool]string{true: "interrupted", false: "paused"}[interrupted], old.Iteration)
 	if old.Task != "" {
 		what += ", task " + old.Task
@@ -793,13 +870,27 @@ func (c *Coordinator) resume() (bool, error) {
 	}
 	what += ")"
 	if !interrupted {
-		c.emit(Event{Kind: EventResumed, Text: what})
-		return true, c.saveSession(nil)
+		if err := c.saveSession(nil); err != nil {
+			return false, err
+		}
 	}
+	c.emit(Event{Kind: EventResumed, Text: what})
+	return true, nil
+}
+
+// recoverInterrupted cleans up after a session's coordinator died: it
+// stops the recorded agent if that very process (or what is left of its
+// group) still runs, writes the last iteration's entry if it was lost,
+// records a "recovered" entry, and puts the task that was in progress back
+// to pending with attempts+1 and a note (skipped once the attempts reach
+// --max-attempts), in the write that saves the session as running again.
+// A kill in the middle repeats it: the entry is written once, the attempt
+// counted once.
+func (c *Coordinator) recoverInterrupted(old *mdstate.Session, tasks *mdstate.Checklist) error {
 	killed := ""
 	if old.Child > 0 {
 		if ok, err := proc.KillGroupIfSame(old.Child, old.ChildStart); err != nil {
-			return false, fmt.Errorf("stop the interrupted session's agent (pid %d): %w", old.Child, err)
+			return fmt.Errorf("stop the interrupted session's agent (pid %d): %w", old.Child, err)
 		} else if ok {
 			killed = strconv.Itoa(old.Child)
 		}
@@ -813,29 +904,13 @@ func (c *Coordinator) resume() (bool, error) {
 	}
 	// Killed after iterate saved the task's new status but before its
 	// progress entry was appended: the entry is written now, before the
-	// session moves on (phase "starting"), so that a kill in between
-	// repeats this.
+	// session moves on (phase "starting").
 	if err := c.restoreEntry(old, tasks); err != nil {
-		return false, err
-	}
-	err = c.saveSession(func(e *mdstate.ChecklistEdit) error {
-		if task == nil {
-			return nil
-		}
-		if err := e.SetStatus(task.ID, mdstate.Pending); err != nil {
-			return err
-		}
-		if err := e.SetMeta(task.ID, "attempts", strconv.Itoa(task.Attempts+1)); err != nil {
-			return err
-		}
-		return e.AddMeta(task.ID, "note", fmt.Sprintf("interrupted at %s during phase %s (iteration %d); ralph resumed the session", when, orNone(old.Phase), old.Iteration))
-	})
-	if err != nil {
-		return false, err
+		return err
 	}
 	fields := []mdstate.Field{
 		{Key: "outcome", Value: "recovered"},
-		{Key: "session", Value: s.ID},
+		{Key: "session", Value: old.ID},
 		{Key: "iteration", Value: strconv.Itoa(old.Iteration)},
 		{Key: "phase", Value: orNone(old.Phase)},
 		{Key: "interrupted", Value: when},
@@ -846,11 +921,43 @@ func (c *Coordinator) resume() (bool, error) {
 	if killed != "" {
 		fields = append(fields, mdstate.Field{Key: "stopped", Value: "agent process group " + killed + ", still running"})
 	}
-	if err := c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: "session " + s.ID + " recovered", Fields: fields}); err != nil {
-		return false, err
+	// The entry before the session's write: a kill between the two
+	// writes it again, rather than not at all.
+	if err := c.p.AppendProgress(mdstate.Entry{Time: c.opts.Now(), Title: "session " + old.ID + " recovered", Fields: fields}); err != nil {
+		return err
 	}
-	c.emit(Event{Kind: EventResumed, Text: what})
-	return true, nil
+	return c.saveSession(func(e *mdstate.ChecklistEdit) error {
+		if task == nil {
+			return nil
+		}
+		attempts := task.Attempts + 1
+		status := mdstate.Pending
+		note := fmt.Sprintf("interrupted at %s during phase %s (iteration %d); ralph resumed the session", when, orNone(old.Phase), old.Iteration)
+		if attempts >= c.opts.MaxAttempts {
+			status, note = mdstate.Skipped, note+skippedAfter(attempts)
+		}
+		if err := e.SetStatus(task.ID, status); err != nil {
+			return err
+		}
+		if err := e.SetMeta(task.ID, "attempts", strconv.Itoa(attempts)); err != nil {
+			return err
+		}
+		return e.AddMeta(task.ID, "note", note)
+	})
+}
+
+// endReplaced ends the session a --new-session run replaces, with its
+// summary entry, as a clean finish would.
+func (c *Coordinator) endReplaced() error {
+	c.session.Phase, c.session.Reason = "ending", string(StopReplaced)
+	if err := c.saveSession(nil); err != nil {
+		return err
+	}
+	if err := c.summarize(Outcome{Reason: StopReplaced, Detail: "a new session (--new-session) replaced it"}); err != nil {
+		return err
+	}
+	c.session.Status, c.session.Phase = "ended", ""
+	return c.saveSession(nil)
 }
 
 // restoreEntry writes the progress entry of an interrupted session's last
@@ -877,6 +984,9 @@ func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklis
 	title := t.ID + ": " + t.Title
 	iteration := strconv.Itoa(old.Iteration)
 	since := old.Updated.Truncate(time.Second)
+	if since.IsZero() {
+		since = old.Started.Truncate(time.Second)
+	}
 	for i := len(log.Recent) - 1; i >= 0 && !log.Recent[i].Time.Before(since); i-- {
 		if e := &log.Recent[i]; strings.HasPrefix(e.Title, t.ID+": ") && e.Get("iteration") == iteration {
 			return nil // written before the kill
@@ -920,10 +1030,10 @@ func (c *Coordinator) summarize(out Outcome) error {
 		{Key: "session", Value: s.ID},
 		{Key: "duration", Value: c.opts.Now().Sub(s.Started).Round(time.Second).String()},
 		{Key: "iterations", Value: strconv.Itoa(s.Iteration)},
-		{Key: "tasks", Value: strconv.Itoa(out.TasksDone) + " done"},
+		{Key: "tasks", Value: strconv.Itoa(s.Done) + " done"},
 		{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut)},
 		{Key: "cost", Value: fmt.Sprintf("$%.4f", s.CostUSD)},
-		{Key: "commits", Value: strconv.Itoa(c.commits)},
+		{Key: "commits", Value: strconv.Itoa(s.Commits)},
 	}
 	if out.Detail != "" {
 		fields = append(fields, mdstate.Field{Key: "note", Value: out.Detail})
@@ -953,20 +1063,24 @@ func (c *Coordinator) limitUntil(reset time.Time) time.Time {
 }
 
 // waitLimit waits until the limit resets, with the wait recorded in the
-// session so that a restart goes on waiting. It returns early when the run
-// is stopped, leaving the wait in place.
-func (c *Coordinator) waitLimit(ctx context.Context, until time.Time) {
-	if d := until.Sub(c.opts.Now()); d > 0 {
-		c.session.Phase = "waiting"
-		_ = c.saveSession(nil)
-		c.emit(Event{Kind: EventWaiting, Text: until.UTC().Format(time.RFC3339)})
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(d):
-		}
+// session so that a restart goes on waiting. It reports false when the run
+// was stopped or paused during the wait.
+func (c *Coordinator) waitLimit(ctx context.Context, until time.Time) bool {
+	d := until.Sub(c.opts.Now())
+	if d <= 0 {
+		return true
 	}
-	c.session.WaitUntil = time.Time{}
+	c.session.Phase = "waiting"
+	_ = c.saveSession(nil)
+	c.emit(Event{Kind: EventWaiting, Text: until.UTC().Format(time.RFC3339)})
+	select {
+	case <-ctx.Done():
+		return false
+	case <-c.pausing:
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 // breaker trips after Breaker iterations in a row without progress. A

@@ -44,6 +44,8 @@ type Session struct {
 	TokensIn      int64
 	TokensOut     int64
 	CostUSD       float64
+	Done          int // tasks the session completed
+	Commits       int // commits it made (--commit)
 	Baseline      string
 	Agent         string
 	Model         string
@@ -186,6 +188,16 @@ func (s *Session) set(key, val string) error {
 		if s.CostUSD, err = strconv.ParseFloat(strings.TrimPrefix(val, "$"), 64); err != nil {
 			return fmt.Errorf("cost %q is not like \"$0.42\"", val)
 		}
+	case "done", "commits":
+		n, nerr := strconv.Atoi(val)
+		if nerr != nil || n < 0 {
+			return fmt.Errorf("%s %q is not a count", key, val)
+		}
+		if key == "done" {
+			s.Done = n
+		} else {
+			s.Commits = n
+		}
 	case "baseline":
 		s.Baseline = val
 	case "agent":
@@ -242,7 +254,7 @@ func (s *Session) set(key, val string) error {
 // "key: value" items there are a person's and are kept as they are.
 var sessionKeys = map[string]bool{
 	"id": true, "status": true, "phase": true, "iteration": true, "task": true, "tokens": true, "cost": true,
-	"baseline": true, "agent": true, "started": true, "updated": true, "pid": true, "child": true, "wait": true,
+	"done": true, "commits": true, "baseline": true, "agent": true, "started": true, "updated": true, "pid": true, "child": true, "wait": true,
 	"reason": true, "result": true,
 }
 
@@ -281,6 +293,12 @@ func (s *Session) render(eol string, marker byte, tail func(key string) []byte) 
 	kv("task", s.Task)
 	kv("tokens", fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut))
 	kv("cost", fmt.Sprintf("$%.4f", s.CostUSD))
+	if s.Done > 0 {
+		kv("done", strconv.Itoa(s.Done))
+	}
+	if s.Commits > 0 {
+		kv("commits", strconv.Itoa(s.Commits))
+	}
 	kv("baseline", s.Baseline)
 	agent := s.Agent
 	if s.Model != "" {

@@ -9,7 +9,7 @@ import (
 func testSession() *Session {
 	return &Session{
 		ID: "20261122-100312", Status: "running", Phase: "agent", Iteration: 3, MaxIterations: 20,
-		Task: "T2", TokensIn: 12034, TokensOut: 3201, CostUSD: 0.4123, Baseline: "3f9c2e1a",
+		Task: "T2", TokensIn: 12034, TokensOut: 3201, CostUSD: 0.4123, Done: 2, Commits: 1, Baseline: "3f9c2e1a",
 		Agent: "claude", Model: "sonnet",
 		Started: time.Date(2026, 11, 22, 10, 3, 12, 0, time.UTC), Updated: time.Date(2026, 11, 22, 10, 15, 40, 0, time.UTC),
 		PID: 4242, Child: 4250, Result: &IterationResult{Outcome: "failed", TokensIn: 1200, TokensOut: 300, CostUSD: 0.0123, Duration: 72 * time.Second},
@@ -89,7 +89,7 @@ func TestSessionRoundTrip(t *testing.T) {
 	got.Line = 0
 	if string(got.Render("\n")) != string(s.Render("\n")) || got.Iteration != 3 || got.MaxIterations != 20 ||
 		got.TokensIn != 12034 || got.CostUSD != 0.4123 || got.Model != "sonnet" || got.Child != 4250 || !got.Started.Equal(s.Started) ||
-		got.Result == nil || *got.Result != *s.Result {
+		got.Result == nil || *got.Result != *s.Result || got.Done != 2 || got.Commits != 1 {
 		t.Fatalf("read back %+v\nwant %+v", got, s)
 	}
 }

@@ -1,0 +1,262 @@
+package coordinator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// The edges of recovery and of the failure policy, each found by a review
+// of the loop: the state a kill (or an error) leaves, then a new start.
+
+// session is a "## Session" block for the tests' tasks files.
+func session(lines ...string) string {
+	return "\n## Session\n\n- id: 20261122-100000\n" + strings.Join(lines, "\n") + "\n"
+}
+
+func entries(t *testing.T, dir string) []mdstate.Entry {
+	t.Helper()
+	lg, err := mdstate.Open(dir).ReadProgress(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg.Recent
+}
+
+// --task follows the failure policy: a failed attempt is tried again up to
+// MaxAttempts, and a usage limit is waited out, then the same task again.
+func TestRunTaskIDRetries(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	fa := &fakeAgent{reply: func(n int) agent.Result {
+		switch n {
+		case 1:
+			return agent.Result{IsError: true, ErrorKind: agent.KindRateLimit, APIStatus: 429, ErrorText: "slow down", ResetAt: time.Now().Add(50 * time.Millisecond)}
+		case 2:
+			return agent.Result{Final: "not yet"}
+		}
+		return agent.Result{Final: "<promise>COMPLETE</promise>"}
+	}}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa, TaskID: "T2"})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone || fa.calls() != 3 {
+		t.Fatalf("outcome %+v after %d calls, want all done after 3", out, fa.calls())
+	}
+	tasks, _, _ := loadState(t, dir)
+	if it := tasks.Find("T2"); it.Status != mdstate.Done || it.Attempts != 1 {
+		t.Fatalf("T2 %s, attempts %d; want done, 1 (the rate limit does not count)", it.Status, it.Attempts)
+	}
+	for n := 1; n <= 3; n++ {
+		if got := currentTask(fa.prompt(n)); got != "T2" {
+			t.Errorf("call %d was for %q", n, got)
+		}
+	}
+}
+
+// A pause during a usage limit's wait stops the run at once, and the next
+// run still takes the limited task first, though a person gave another
+// task priority meanwhile.
+func TestPauseDuringLimitWait(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	fa := &fakeAgent{reply: func(n int) agent.Result {
+		p := filepath.Join(dir, "RALPH_TASKS.md")
+		data, _ := os.ReadFile(p)
+		if err := os.WriteFile(p, []byte(strings.Replace(string(data), "Task number 2\n", "Task number 2\n  - priority: 1\n", 1)), 0o644); err != nil {
+			t.Error(err)
+		}
+		return agent.Result{IsError: true, ErrorKind: agent.KindRateLimit, APIStatus: 429, ErrorText: "slow down", ResetAt: time.Now().Add(400 * time.Millisecond)}
+	}}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	done := make(chan Outcome)
+	go func() {
+		out, err := co.Run(t.Context())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	for e := range co.Events() {
+		if e.Kind == EventWaiting {
+			co.Pause()
+		}
+	}
+	if out := <-done; out.Reason != StopPaused {
+		t.Fatalf("outcome %+v, want paused", out)
+	}
+	co.Close()
+
+	fb := &fakeAgent{}
+	co = newCoordinator(t, Options{Root: dir, Agent: fb})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone {
+		t.Fatalf("second run: %+v", out)
+	}
+	if first := currentTask(fb.prompt(1)); first != "T1" {
+		t.Fatalf("after the pause, %s went first; the rate-limited T1 should", first)
+	}
+}
+
+// A task ralph gave up on keeps the run from saying "all done", also after
+// a restart; a task a person skipped does not.
+func TestGaveUpSurvivesRestart(t *testing.T) {
+	for _, tc := range []struct {
+		note string
+		want StopReason
+	}{
+		{"the agent ended without <promise>COMPLETE</promise>; skipped after 3 failed attempts", StopFailed},
+		{"the agent reported an error: boom; skipped (--on-failure skip)", StopFailed},
+		{"not needed after all", StopAllDone},
+	} {
+		dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n- [-] T1: Task number 1\n  - note: " + tc.note + "\n- [/] T2: Task number 2\n" +
+			session("- status: running", "- phase: agent", "- iteration: 3", "- task: T2")})
+		co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+		if out, _ := runAll(t, t.Context(), co); out.Reason != tc.want {
+			t.Errorf("T1 skipped with note %q: outcome %s (%s), want %s", tc.note, out.Reason, out.Detail, tc.want)
+		}
+	}
+}
+
+// The session's summary counts the tasks done and commits made across the
+// restarts of the session, not just the last run's.
+func TestSummaryCountsWholeSession(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n- [x] T1: Task number 1\n- [ ] T2: Task number 2\n" +
+		session("- status: running", "- phase: writing", "- iteration: 1", "- task: T1", "- tokens: 100 in, 10 out", "- done: 1",
+			"- updated: 2026-11-22T10:00:00Z", "- result: done, 100 in, 10 out, $0.0000, 1s")})
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	runAll(t, t.Context(), co)
+	es := entries(t, dir)
+	sum := es[len(es)-1]
+	if sum.Title != "session 20261122-100000 ended" || sum.Get("tasks") != "2 done" || sum.Get("iterations") != "2" {
+		t.Fatalf("summary %+v", sum)
+	}
+}
+
+// --new-session after a crash still recovers the crashed session (the task
+// back with attempts+1, a lost entry written) and ends it with a summary,
+// then starts afresh.
+func TestNewSessionRecoversTheOld(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n- [x] T1: Task number 1\n- [/] T2: Task number 2\n" +
+		session("- status: running", "- phase: agent", "- iteration: 2", "- task: T2", "- tokens: 100 in, 10 out", "- done: 1", "- updated: 2026-11-22T10:00:00Z")})
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}, NewSession: true})
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopAllDone || out.Session.ID == "20261122-100000" {
+		t.Fatalf("outcome %+v", out)
+	}
+	tasks, s, _ := loadState(t, dir)
+	if it := tasks.Find("T2"); it.Status != mdstate.Done || it.Attempts != 1 {
+		t.Errorf("T2 %s, attempts %d; want done after one interrupted attempt", it.Status, it.Attempts)
+	}
+	if s.Iteration != 1 || s.Done != 1 {
+		t.Errorf("new session %+v", s)
+	}
+	var titles []string
+	for _, e := range entries(t, dir) {
+		titles = append(titles, e.Title+" ["+e.Get("outcome")+"]")
+	}
+	want := "session 20261122-100000 recovered [recovered]|session 20261122-100000 ended [ended (new_session)]|T2: Task number 2 [done]|session " + s.ID + " ended [ended (all_done)]"
+	if got := strings.Join(titles, "|"); got != want {
+		t.Errorf("entries\n%s\nwant\n%s", got, want)
+	}
+
+	// A paused session replaced by a new one gets its summary too.
+	dir = projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1) + session("- status: paused", "- iteration: 4", "- tokens: 7 in, 1 out")})
+	co = newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}, NewSession: true})
+	runAll(t, t.Context(), co)
+	if es := entries(t, dir); len(es) == 0 || es[0].Title != "session 20261122-100000 ended" || es[0].Get("tokens") != "7 in, 1 out" {
+		t.Errorf("entries %+v", es)
+	}
+}
+
+// An error in the middle of an iteration (here the agent's log cannot be
+// created) leaves the session as a crash would: the next start recovers it
+// instead of finding a task in progress forever under an ended session.
+func TestErrorLeavesSessionRecoverable(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	block := filepath.Join(dir, mdstate.RuntimeDir, "logs")
+	if err := os.MkdirAll(filepath.Dir(block), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(block, []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	if _, err := co.Run(t.Context()); err == nil {
+		t.Fatal("Run succeeded with .ralph/logs a file")
+	}
+	co.Close()
+	tasks, s, _ := loadState(t, dir)
+	if s.Status != "running" || !strings.HasPrefix(s.Reason, "error: ") || status(t, tasks, "T1") != mdstate.InProgress {
+		t.Fatalf("after the error: session %+v, T1 %s", s, status(t, tasks, "T1"))
+	}
+	if err := os.Remove(block); err != nil {
+		t.Fatal(err)
+	}
+	co = newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone || out.Session.ID != s.ID {
+		t.Fatalf("after the fix: %+v", out)
+	}
+	tasks, _, _ = loadState(t, dir)
+	if it := tasks.Find("T1"); it.Status != mdstate.Done || it.Attempts != 1 {
+		t.Errorf("T1 %s, attempts %d", it.Status, it.Attempts)
+	}
+}
+
+// Costs are counted as the files show them, so the session's total is the
+// sum of its entries even for costs below 1/100 of a cent.
+func TestCostTotalsMatchEntries(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(3)})
+	fa := &fakeAgent{reply: func(int) agent.Result {
+		return agent.Result{Final: "<promise>COMPLETE</promise>", Usage: agent.Usage{In: 1, Out: 1}, CostUSD: 0.00004}
+	}}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	runAll(t, t.Context(), co)
+	_, s, lg := loadState(t, dir)
+	for _, e := range lg.Recent {
+		if e.Get("cost") != "$0.0000" {
+			t.Errorf("entry cost %s", e.Get("cost"))
+		}
+	}
+	if s.CostUSD != 0 {
+		t.Errorf("session cost %v, the entries sum to 0", s.CostUSD)
+	}
+}
+
+// An answer that came in before a stop counts: the task is done, not sent
+// back to be done again.
+func TestCompleteBeforeStopCounts(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	fa := &fakeAgent{reply: func(int) agent.Result {
+		cancel() // Ctrl-C right after the agent answered
+		return agent.Result{Final: "Done.\n<promise>COMPLETE</promise>"}
+	}}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	out, _ := runAll(t, ctx, co)
+	if out.Reason != StopInterrupted {
+		t.Fatalf("outcome %+v", out)
+	}
+	tasks, s, _ := loadState(t, dir)
+	if status(t, tasks, "T1") != mdstate.Done || s.Done != 1 {
+		t.Fatalf("T1 %s, session %+v; the completed work was thrown away", status(t, tasks, "T1"), s)
+	}
+}
+
+// Interruptions count as attempts: one that reaches --max-attempts skips
+// the task, as failures do, instead of trying it a fourth time.
+func TestInterruptedAttemptsReachMax(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n- [/] T1: Task number 1\n  - attempts: 2\n" +
+		session("- status: running", "- phase: agent", "- iteration: 5", "- task: T1")})
+	fa := &fakeAgent{}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa, MaxAttempts: 3})
+	out, _ := runAll(t, t.Context(), co)
+	tasks, _, _ := loadState(t, dir)
+	it := tasks.Find("T1")
+	if out.Reason != StopFailed || fa.calls() != 0 || it.Status != mdstate.Skipped || it.Attempts != 3 ||
+		!strings.HasSuffix(it.Notes[len(it.Notes)-1], "; skipped after 3 failed attempts") {
+		t.Fatalf("outcome %+v after %d calls; T1 %+v", out, fa.calls(), it)
+	}
+}
