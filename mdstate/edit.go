@@ -409,7 +409,7 @@ func (e *ChecklistEdit) bytes() ([]byte, *Checklist, error) {
 		eol := e.c.src.eol
 		// ralph's own items only: the others in the list are a person's,
 		// kept from the file (SetSession).
-		if got == nil || !bytes.Equal(got.render(eol, '-', nil), e.session.render(eol, '-', nil)) {
+		if got == nil || !bytes.Equal(got.render(eol), e.session.render(eol)) {
 			return nil, nil, fmt.Errorf("%w: %s would not hold the session as written", ErrVerify, e.c.Kind.File)
 		}
 	}

@@ -338,16 +338,20 @@ func knownRefusal(data []byte) bool {
 			return true
 		}
 	}
+	// A lone CR at the end (an old Mac line ending) becomes CRLF when a
+	// line is added below it.
+	if bytes.HasSuffix(data, []byte("\r")) {
+		return true
+	}
 	last := data[bytes.LastIndexByte(data, '\n')+1:]
 	last = bytes.TrimLeft(bytes.TrimRight(last, " \t"), " \t0123456789")
 	return bytes.Contains(data, []byte("\r\n")) && len(last) == 1 && bytes.IndexByte([]byte("-*+.)"), last[0]) >= 0
 }
 
 // FuzzSetSession writes a session into any tasks file: the result reads
-// back as that session, writing it again settles at once (or after one
-// more write, when a person's text needed a blank line to stay apart), and
-// no line is lost but the first lines of ralph's own session items (or the
-// write is refused with ErrVerify).
+// back as that session, writing it again changes nothing, and no line is
+// lost but the first lines of ralph's own session items (or the write is
+// refused with ErrVerify).
 func FuzzSetSession(f *testing.F) {
 	addCorpusSeeds(f, func(data []byte) { f.Add(data, uint8(0)) })
 	f.Add([]byte("## Session\n\n- status: running\n  a note\n- owner: ana\ntext\n"), uint8(1))
@@ -387,20 +391,13 @@ func FuzzSetSession(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the written file does not parse: %v", err)
 		}
-		// The next write changes nothing, or (when the person's text
-		// needed a blank line to stay apart) the one after it.
+		// The next write of the same session changes nothing.
 		again, ok := write(out, after)
 		if !ok {
 			t.Fatalf("a second write of the same session is refused")
 		}
 		if !bytes.Equal(again, out) {
-			ac, err := ParseChecklist(TasksKind, again)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if third, ok := write(again, ac); !ok || !bytes.Equal(third, again) {
-				t.Fatalf("writing the same session does not settle:\n%s\nthen\n%s", lineDiff(out, again), lineDiff(again, third))
-			}
+			t.Fatalf("a second write of the same session changed the file:\n%s", lineDiff(out, again))
 		}
 		have := map[string]int{}
 		for _, l := range bytes.Split(out, []byte("\n")) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,22 +131,19 @@ func (c *Checklist) Session() (*Session, []Warning) {
 			if !isList {
 				continue
 			}
+			// The section's first list only: the one SetSession writes.
 			for li := l.FirstChild(); li != nil; li = li.NextSibling() {
-				fc := li.FirstChild()
-				if fc == nil || fc.Lines().Len() == 0 {
-					continue
-				}
-				start := md.pos(fc)
-				line := c.src.src[start:c.src.contentEnd(start)]
-				ke, vs, ve, ok := splitKeyValue(line)
+				key, at, ok := c.sessionItem(li)
 				if !ok {
 					continue
 				}
-				key, val := strings.ToLower(string(line[:ke])), string(line[vs:ve])
-				if err := s.set(key, val); err != nil {
-					warns = append(warns, Warning{File: TasksFile, Line: c.src.line(start), Message: "session " + err.Error() + " (ignored)"})
+				line := c.src.src[at:c.src.contentEnd(at)]
+				_, vs, ve, _ := splitKeyValue(line)
+				if err := s.set(key, string(line[vs:ve])); err != nil {
+					warns = append(warns, Warning{File: TasksFile, Line: c.src.line(at), Message: "session " + err.Error() + " (ignored)"})
 				}
 			}
+			break
 		}
 		return s, warns
 	}
@@ -261,7 +257,7 @@ var sessionKeys = map[string]bool{
 // Render returns the session section's list as ralph writes it, Extra
 // items last.
 func (s *Session) Render(eol string) []byte {
-	b := s.render(eol, '-', nil)
+	b := s.render(eol)
 	for _, f := range s.Extra {
 		if f.Value != "" {
 			b = append(b, "- "+f.Key+": "+oneLine(f.Value)+eol...)
@@ -270,16 +266,12 @@ func (s *Session) Render(eol string) []byte {
 	return b
 }
 
-// render writes ralph's own items with the list marker marker; after
-// each, tail(key) (a person's text under that item) when tail is not nil.
-func (s *Session) render(eol string, marker byte, tail func(key string) []byte) []byte {
-	var b bytes.Buffer
+// fields are ralph's own items, in the order it writes them.
+func (s *Session) fields() []Field {
+	var fs []Field
 	kv := func(k, v string) {
 		if v != "" {
-			b.WriteString(string(marker) + " " + k + ": " + oneLine(v) + eol)
-			if tail != nil {
-				b.Write(tail(k))
-			}
+			fs = append(fs, Field{Key: k, Value: oneLine(v)})
 		}
 	}
 	kv("id", s.ID)
@@ -328,6 +320,15 @@ func (s *Session) render(eol string, marker byte, tail func(key string) []byte) 
 	if s.Result != nil {
 		kv("result", s.Result.String())
 	}
+	return fs
+}
+
+// render writes ralph's own items as a "- key: value" list.
+func (s *Session) render(eol string) []byte {
+	var b bytes.Buffer
+	for _, f := range s.fields() {
+		b.WriteString("- " + f.Key + ": " + f.Value + eol)
+	}
 	return b.Bytes()
 }
 
@@ -358,20 +359,7 @@ func (e *ChecklistEdit) SetSession(s *Session) error {
 				break
 			}
 			if l, isList := b.(*ast.List); isList {
-				start, end := src.lineStart(md.pos(l)), md.end(l)
-				body := e.sessionList(l, s)
-				// Text right below the list that was not part of it (it
-				// follows a heading or code inside the last item) would
-				// run on into ralph's last item: a blank line keeps it
-				// apart.
-				if next := src.src[end:src.lineEnd(end)]; len(bytes.TrimSpace(next)) > 0 {
-					body = append(body, src.eol...)
-				}
-				// A file that ended without a line ending still does.
-				if end == len(src.src) && !bytes.HasSuffix(src.src, []byte("\n")) {
-					body = bytes.TrimSuffix(body, []byte(src.eol))
-				}
-				e.edits = append(e.edits, Edit{Span: Span{start, end}, Text: body})
+				e.edits = append(e.edits, e.sessionEdits(l, s)...)
 				e.session = s
 				return nil
 			}
@@ -407,68 +395,169 @@ func (e *ChecklistEdit) SetSession(s *Session) error {
 	return nil
 }
 
-// sessionList renders s in place of list l, keeping what a person wrote
-// in l (see SetSession).
-func (e *ChecklistEdit) sessionList(l *ast.List, s *Session) []byte {
-	src, md := e.c.src, e.c.md
-	tails := map[string][]byte{}
-	var keys []string // of tails, in file order
-	var foreign []byte
-	withEOL := func(b []byte) []byte {
-		if len(b) > 0 && b[len(b)-1] != '\n' {
-			b = append(b, src.eol...)
-		}
-		return b
+// sessionItem reports whether list item li is a "key: value" item: its
+// first line (the marker's) reads so. at is where the key starts; the key
+// is one of ralph's when sessionKeys has it.
+func (c *Checklist) sessionItem(li ast.Node) (key string, at int, ok bool) {
+	fc := li.FirstChild()
+	if fc == nil || fc.Lines().Len() == 0 {
+		return "", 0, false
 	}
+	at = c.md.pos(fc)
+	if c.src.lineStart(at) != c.src.lineStart(c.md.pos(li)) {
+		return "", 0, false // the text starts on a later line
+	}
+	line := c.src.src[at:c.src.contentEnd(at)]
+	ke, _, _, ok := splitKeyValue(line)
+	if !ok {
+		return "", 0, false
+	}
+	return strings.ToLower(string(line[:ke])), at, true
+}
+
+// sessionEdits writes s into list l in place, touching only ralph's own
+// items: each is rewritten on its line (marker and indentation kept), one
+// ralph no longer writes loses its line (anything under it stays), and a
+// new one goes before the next of ralph's items in ralph's order, or after
+// the last. Everything else, a person's items, notes, blank lines and
+// layout, keeps its bytes.
+func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
+	src := e.c.src
+	want := s.fields()
+	order := map[string]int{}
+	for i, f := range want {
+		order[f.Key] = i
+	}
+	type item struct {
+		start, at, next int // line start, key start, where the next item starts
+	}
+	var items []item
+	var keys []string
+	var edits []Edit
+	found := map[string]int{} // key → index in items
+	prefix := ""
 	for li := l.FirstChild(); li != nil; li = li.NextSibling() {
-		first := md.pos(li)
-		if first < 0 {
+		key, at, ok := e.c.sessionItem(li)
+		if !ok || !sessionKeys[key] {
 			continue
 		}
-		start := src.lineStart(first)
-		end := max(md.end(li), src.lineEnd(start))
-		key := ""
-		if fc := li.FirstChild(); fc != nil && fc.Lines().Len() > 0 {
-			at := md.pos(fc)
-			line := src.src[at:src.contentEnd(at)]
-			if ke, _, _, ok := splitKeyValue(line); ok {
-				key = strings.ToLower(string(line[:ke]))
-			}
+		start := src.lineStart(at)
+		if prefix == "" {
+			prefix = string(src.src[start:at])
 		}
-		if !sessionKeys[key] {
-			foreign = append(foreign, withEOL(slices.Clone(src.src[start:end]))...)
+		next := -1
+		if n := li.NextSibling(); n != nil {
+			next = src.lineStart(e.c.md.pos(n))
+		}
+		_, dup := found[key]
+		if _, wanted := order[key]; dup || !wanted {
+			// Not written any more (or a second time): the line goes;
+			// anything under it stays.
+			edits = append(edits, Edit{Span: Span{start, src.lineEnd(start)}})
 			continue
 		}
-		if rest := src.src[src.lineEnd(start):end]; len(rest) > 0 {
-			if tails[key] == nil {
-				keys = append(keys, key)
+		found[key] = len(items)
+		items = append(items, item{start, at, next})
+		keys = append(keys, key)
+	}
+	if prefix == "" {
+		prefix = "- "
+		if fc := l.FirstChild(); fc != nil && fc.FirstChild() != nil {
+			if at := e.c.md.pos(fc.FirstChild()); src.lineStart(at) == src.lineStart(e.c.md.pos(fc)) {
+				prefix = string(src.src[src.lineStart(at):at])
 			}
-			tails[key] = append(tails[key], withEOL(slices.Clone(rest))...)
 		}
 	}
-	// The list's own bullet, so that the person's items stay in it.
-	marker := byte('-')
-	if !l.IsOrdered() {
-		marker = l.Marker
-	}
-	written := map[string]bool{}
-	last := ""
-	s.render(src.eol, marker, func(k string) []byte {
-		written[k], last = true, k
-		return nil
-	})
-	var orphans []byte
-	for _, k := range keys {
-		if !written[k] {
-			orphans = append(orphans, tails[k]...)
+	// Rewrite the values in place.
+	for i, k := range keys {
+		v := want[order[k]]
+		at := items[i].at
+		end := src.contentEnd(at)
+		if text := v.Key + ": " + v.Value; string(src.src[at:end]) != text {
+			edits = append(edits, Edit{Span: Span{at, end}, Text: []byte(text)})
 		}
 	}
-	body := s.render(src.eol, marker, func(k string) []byte {
-		t := tails[k]
-		if k == last {
-			t = append(slices.Clone(t), orphans...)
+	// Insert the missing ones: before the next of ralph's items that is
+	// there, else after the last one's whole item, else at the list's
+	// start.
+	inserts := map[int][]byte{}
+	var at []int
+	for i, f := range want {
+		if _, ok := found[f.Key]; ok {
+			continue
 		}
-		return t
-	})
-	return append(body, foreign...)
+		pos := -1
+		for _, g := range want[i+1:] {
+			if j, ok := found[g.Key]; ok {
+				pos = items[j].start
+				break
+			}
+		}
+		if pos < 0 && len(items) > 0 {
+			last := items[len(items)-1]
+			if last.next < 0 {
+				pos = e.listEnd(l)
+			} else {
+				pos = max(e.backOverBlank(last.next), src.lineEnd(last.start))
+			}
+		}
+		if pos < 0 {
+			pos = src.lineStart(e.c.md.pos(l))
+		}
+		if _, seen := inserts[pos]; !seen {
+			at = append(at, pos)
+		}
+		inserts[pos] = append(inserts[pos], prefix+f.Key+": "+f.Value+src.eol...)
+	}
+	// Insertions first: splice keeps the order of edits that start at the
+	// same place, and one may start where a dropped line does.
+	var ins []Edit
+	for _, pos := range at {
+		text := inserts[pos]
+		if pos == len(src.src) && pos > 0 && src.src[pos-1] != '\n' {
+			// After a last line without a line ending, which stays so.
+			text = append([]byte(src.eol), bytes.TrimSuffix(text, []byte(src.eol))...)
+		} else if pos < len(src.src) && len(bytes.TrimSpace(src.src[pos:src.lineEnd(pos)])) > 0 && !e.startsItem(l, pos) {
+			// Text right below would run on into the new last item.
+			text = append(text, src.eol...)
+		}
+		ins = append(ins, Edit{Span: Span{pos, pos}, Text: text})
+	}
+	return append(ins, edits...)
+}
+
+// startsItem reports whether an item of l starts at offset pos.
+func (e *ChecklistEdit) startsItem(l *ast.List, pos int) bool {
+	for li := l.FirstChild(); li != nil; li = li.NextSibling() {
+		if e.c.src.lineStart(e.c.md.pos(li)) == pos {
+			return true
+		}
+	}
+	return false
+}
+
+// listEnd is where list l ends: the start of the block after it, or of
+// the file's end, less the blank lines between. (The end goldmark gives
+// leaves out a block quote's empty last lines.)
+func (e *ChecklistEdit) listEnd(l *ast.List) int {
+	src := e.c.src
+	end := len(src.src)
+	if n := l.NextSibling(); n != nil {
+		end = src.lineStart(e.c.md.pos(n))
+	}
+	return max(e.backOverBlank(end), src.lineEnd(src.lineStart(e.c.md.pos(l))))
+}
+
+// backOverBlank returns the start of the blank lines that end just before
+// offset end (a line start), or end when there are none.
+func (e *ChecklistEdit) backOverBlank(end int) int {
+	src := e.c.src
+	for end > 0 {
+		ls := src.lineStart(end - 1)
+		if len(bytes.TrimSpace(src.src[ls:end])) > 0 {
+			break
+		}
+		end = ls
+	}
+	return end
 }

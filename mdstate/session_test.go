@@ -57,7 +57,7 @@ func TestSetSessionReplacesOnlyItsList(t *testing.T) {
 	// s.Extra is not written into an existing list: the file's own
 	// items are the truth for keys ralph does not own. The list keeps its
 	// bullet.
-	want := "# Tasks\n\n- [ ] T1: One\n\n## Session\n\nWritten by ralph; edit with care.\n\n" + strings.ReplaceAll(string(s.render("\n", '-', nil)), "- ", "* ") + "\n## Later\n\nProse kept.\n"
+	want := "# Tasks\n\n- [ ] T1: One\n\n## Session\n\nWritten by ralph; edit with care.\n\n" + strings.ReplaceAll(string(s.render("\n")), "- ", "* ") + "\n## Later\n\nProse kept.\n"
 	if out != want {
 		t.Fatalf("got\n%s\nwant\n%s", out, want)
 	}
@@ -102,10 +102,10 @@ func TestSessionBadValuesWarn(t *testing.T) {
 	}
 }
 
-// What a person writes in the session list stays, word for word, through
-// ralph's writes: text under one of ralph's items stays under it (or under
-// the last item once ralph drops that one), and items ralph does not own
-// stay at the end.
+// What a person writes in the session list stays, word for word and in
+// place, through ralph's writes: ralph rewrites only its own items' lines
+// (dropping the line of one it no longer writes, not what is under it) and
+// adds new ones after its last.
 func TestSetSessionKeepsPersonsText(t *testing.T) {
 	const before = "# Tasks\n\n- [ ] T1: One\n\n## Session\n\n" +
 		"- id: 20261122-100312\n" +
@@ -123,14 +123,14 @@ func TestSetSessionKeepsPersonsText(t *testing.T) {
 		"- id: 20261122-100312\n" +
 		"- status: paused\n" +
 		"  Ana: I stopped it on purpose, see the chat.\n" +
+		"- owner: ana\n" +
+		"A lazy line right under child.\n" +
+		"- check the logs before resuming\n" +
+		"  - nested detail\n" +
 		"- iteration: 4\n" +
 		"- tokens: 0 in, 0 out\n" +
 		"- cost: $0.0000\n" +
-		"- reason: interrupted\n" +
-		"A lazy line right under child.\n" +
-		"- owner: ana\n" +
-		"- check the logs before resuming\n" +
-		"  - nested detail\n"
+		"- reason: interrupted\n"
 	if out != want {
 		t.Fatalf("got\n%s\nwant\n%s", out, want)
 	}
@@ -147,5 +147,50 @@ func TestSetSessionKeepsPersonsText(t *testing.T) {
 	crlf := strings.ReplaceAll(before, "\n", "\r\n")
 	if got := sessionEdit(t, crlf, func(e *ChecklistEdit) error { return e.SetSession(s) }); got != strings.ReplaceAll(want, "\n", "\r\n") {
 		t.Fatalf("CRLF: got %q", got)
+	}
+}
+
+// Cases from a review: each file is written twice with the same session,
+// and must keep every line a person wrote, in place, and settle at once.
+func TestSetSessionInPlace(t *testing.T) {
+	s := &Session{ID: "X1", Status: "paused", Iteration: 4, Reason: "interrupted"}
+	for _, tc := range []struct{ name, in, want string }{
+		{"a quote's empty last line",
+			"## Session\n\n- status: running\n  > quote\n  >\n- owner: ana\n",
+			"## Session\n\n- id: X1\n- status: paused\n  > quote\n  >\n- iteration: 4\n- tokens: 0 in, 0 out\n- cost: $0.0000\n- reason: interrupted\n- owner: ana\n"},
+		{"a loose list keeps its blank lines",
+			"## Session\n\n- status: running\n\n- owner: ana\n\n- iteration: 3\n",
+			"## Session\n\n- id: X1\n- status: paused\n\n- owner: ana\n\n- iteration: 4\n- tokens: 0 in, 0 out\n- cost: $0.0000\n- reason: interrupted\n"},
+		{"an ordered list",
+			"## Session\n\n1. status: running\n2. owner: ana\n",
+			"## Session\n\n1. id: X1\n1. status: paused\n1. iteration: 4\n1. tokens: 0 in, 0 out\n1. cost: $0.0000\n1. reason: interrupted\n2. owner: ana\n"},
+		{"a second list in the section is not the session's",
+			"## Session\n\n- status: running\n\nNotes:\n\n- Task: remember to rebase\n",
+			"## Session\n\n- id: X1\n- status: paused\n- iteration: 4\n- tokens: 0 in, 0 out\n- cost: $0.0000\n- reason: interrupted\n\nNotes:\n\n- Task: remember to rebase\n"},
+		{"a task added below the session",
+			"# Tasks\n\n- [ ] T1: One\n\n## Session\n\n- status: running\n- iteration: 3\n\n- [ ] T2: Write docs\n",
+			"# Tasks\n\n- [ ] T1: One\n\n## Session\n\n- id: X1\n- status: paused\n- iteration: 4\n- tokens: 0 in, 0 out\n- cost: $0.0000\n- reason: interrupted\n\n- [ ] T2: Write docs\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := sessionEdit(t, tc.in, func(e *ChecklistEdit) error { return e.SetSession(s) })
+			if out != tc.want {
+				t.Fatalf("got\n%q\nwant\n%q", out, tc.want)
+			}
+			if again := sessionEdit(t, out, func(e *ChecklistEdit) error { return e.SetSession(s) }); again != out {
+				t.Fatalf("a second write changed the file:\n%q", again)
+			}
+		})
+	}
+	// The coordinator's usual write, a task's status with the session, on
+	// a task a person added below the session list.
+	const in = "# Tasks\n\n- [ ] T1: One\n\n## Session\n\n- status: running\n- iteration: 3\n\n- [ ] Write docs\n"
+	out := sessionEdit(t, in, func(e *ChecklistEdit) error {
+		if err := e.SetStatus("T2", InProgress); err != nil {
+			return err
+		}
+		return e.SetSession(s)
+	})
+	if !strings.HasSuffix(out, "- reason: interrupted\n\n- [/] T2: Write docs\n") {
+		t.Fatalf("got %q", out)
 	}
 }
