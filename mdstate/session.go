@@ -441,6 +441,12 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 		if !ok || !sessionKeys[key] {
 			continue
 		}
+		// A value ralph cannot read is a person's line (Session warns
+		// about it): it stays.
+		line := src.src[at:src.contentEnd(at)]
+		if _, vs, ve, _ := splitKeyValue(line); (&Session{}).set(key, string(line[vs:ve])) != nil {
+			continue
+		}
 		start := src.lineStart(at)
 		if prefix == "" {
 			prefix = string(src.src[start:at])

@@ -194,3 +194,26 @@ func TestSetSessionInPlace(t *testing.T) {
 		t.Fatalf("got %q", out)
 	}
 }
+
+// A line with one of ralph's keys but a value ralph cannot read is a
+// person's: it stays, with a warning, and ralph writes its own line.
+func TestSetSessionKeepsUnreadableLine(t *testing.T) {
+	const in = "## Session\n\n- status: running\n- done: the docs, with Ana\n"
+	c, _ := ParseChecklist(TasksKind, []byte(in))
+	e := c.Edit()
+	if err := e.SetSession(&Session{ID: "X1", Status: "paused", Done: 2}); err != nil {
+		t.Fatal(err)
+	}
+	out, after, err := e.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "## Session\n\n- id: X1\n- status: paused\n- iteration: 0\n- tokens: 0 in, 0 out\n- cost: $0.0000\n- done: 2\n- done: the docs, with Ana\n"
+	if string(out) != want {
+		t.Fatalf("got\n%q\nwant\n%q", out, want)
+	}
+	s, warns := after.Session()
+	if s.Done != 2 || len(warns) != 1 || !strings.Contains(warns[0].Message, `done "the docs, with Ana" is not a count`) {
+		t.Fatalf("session %+v, warnings %v", s, warns)
+	}
+}
