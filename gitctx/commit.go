@@ -1,9 +1,11 @@
 package gitctx
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -48,6 +51,14 @@ func (r *Repo) Commit(ctx context.Context, paths []string, msg string, when time
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.repo.Storer
+
+	// The index is locked first, as git does: a git command at work here
+	// (an agent's own commit) makes ralph's commit fail rather than race.
+	idxLock, err := r.lockFile("index")
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	defer idxLock.abort()
 
 	changes := map[string]pathChange{}
 	for _, p := range paths {
@@ -107,10 +118,10 @@ func (r *Repo) Commit(ctx context.Context, paths []string, msg string, when time
 		return "", fmt.Errorf("commit: store: %w", err)
 	}
 	// Move the branch only if nobody moved it meanwhile.
-	if err := s.CheckAndSetReference(plumbing.NewHashReference(target, hash), old); err != nil {
-		return "", fmt.Errorf("commit: %w: %w", ErrHeadMoved, err)
+	if err := r.setRef(target, hash, old); err != nil {
+		return "", fmt.Errorf("commit: %w", err)
 	}
-	if err := r.updateIndex(changes); err != nil {
+	if err := r.updateIndex(idxLock, changes); err != nil {
 		return hash.String(), fmt.Errorf("commit %s made, but the index was not updated: %w", hash.String()[:7], err)
 	}
 	return hash.String(), nil
@@ -233,7 +244,7 @@ func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]
 
 // updateIndex makes the index entries of the committed paths match the
 // commit, leaving every other entry alone.
-func (r *Repo) updateIndex(changes map[string]pathChange) error {
+func (r *Repo) updateIndex(l *lockFile, changes map[string]pathChange) error {
 	s := r.repo.Storer
 	idx, err := s.Index()
 	if err != nil {
@@ -252,7 +263,93 @@ func (r *Repo) updateIndex(changes map[string]pathChange) error {
 		}
 		e.Hash, e.Mode, e.Size, e.ModifiedAt = c.hash, c.mode, c.size, c.mod
 	}
-	return s.SetIndex(idx)
+	return l.commit(func(w io.Writer) error { return index.NewEncoder(w).Encode(idx) })
+}
+
+// setRef points ref name at hash if it still points at old (nil: if it
+// does not exist yet), under name's lock file.
+func (r *Repo) setRef(name plumbing.ReferenceName, hash plumbing.Hash, old *plumbing.Reference) error {
+	l, err := r.lockFile(name.String())
+	if err != nil {
+		return err
+	}
+	defer l.abort()
+	cur, err := r.repo.Storer.Reference(name)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		if old != nil {
+			return fmt.Errorf("%w: %s is gone", ErrHeadMoved, name)
+		}
+	case err != nil:
+		return err
+	case old == nil || cur.Hash() != old.Hash():
+		return fmt.Errorf("%w: %s is at %s now", ErrHeadMoved, name, cur.Hash().String()[:7])
+	}
+	return l.commit(func(w io.Writer) error {
+		_, err := io.WriteString(w, hash.String()+"\n")
+		return err
+	})
+}
+
+// lockFile is a git lock file: NAME.lock in the git directory, created
+// exclusively, written, synced and renamed over NAME, so that a kill at
+// any moment leaves the old file or the new one, never a torn one, and a
+// git process at work (which holds the same lock) is never raced.
+// go-git's own writes of the index and of refs truncate the files in
+// place, and a kill in the middle leaves a corrupt index or an empty
+// branch.
+type lockFile struct {
+	fs   billy.Filesystem
+	name string
+	f    billy.File
+}
+
+func (r *Repo) lockFile(name string) (*lockFile, error) {
+	st, ok := r.repo.Storer.(interface{ Filesystem() billy.Filesystem })
+	if !ok {
+		return nil, errors.New("the git directory is not on disk")
+	}
+	fsys := st.Filesystem()
+	f, err := fsys.OpenFile(name+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s.lock exists in the git directory: a git command is at work in this repository (or one was killed; if none runs, remove the file)", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &lockFile{fs: fsys, name: name, f: f}, nil
+}
+
+// commit writes the new content and puts it in place.
+func (l *lockFile) commit(write func(io.Writer) error) error {
+	bw := bufio.NewWriter(l.f)
+	err := write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if s, ok := l.f.(interface{ Sync() error }); ok && err == nil {
+		err = s.Sync()
+	}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	l.f = nil
+	if err == nil {
+		err = l.fs.Rename(l.name+".lock", l.name)
+	}
+	if err != nil {
+		_ = l.fs.Remove(l.name + ".lock")
+	}
+	return err
+}
+
+// abort gives the lock up without a change, unless commit did.
+func (l *lockFile) abort() {
+	if l.f != nil {
+		_ = l.f.Close()
+		l.f = nil
+		_ = l.fs.Remove(l.name + ".lock")
+	}
 }
 
 // signature is the repository's configured user, else ralph.

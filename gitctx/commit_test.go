@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,4 +69,68 @@ func TestCommitFirstCommit(t *testing.T) {
 	equal(t, "files", gitLines(t, dir, "ls-tree", "-r", "--name-only", "HEAD"), []string{"RALPH_TASKS.md"})
 	equal(t, "status", gitLines(t, dir, "status", "--porcelain"), []string{"?? untouched.txt"})
 	gt.Git(t, dir, "fsck", "--strict", "--no-progress")
+}
+
+// inode returns the inode number of path.
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// Commit replaces the index and the branch the way git does, through
+// NAME.lock renamed over NAME, so that a kill mid-write never leaves a
+// torn index or an empty branch; no lock file is left behind.
+func TestCommitWritesThroughLockFiles(t *testing.T) {
+	dir := newRepo(t)
+	gt.WriteFile(t, dir, "a.txt", "a\n")
+	gt.Commit(t, dir, "base", 1)
+	branch := strings.TrimSpace(gt.Git(t, dir, "symbolic-ref", "HEAD"))
+	refPath := filepath.Join(dir, ".git", filepath.FromSlash(branch))
+	idxBefore, refBefore := inode(t, filepath.Join(dir, ".git", "index")), inode(t, refPath)
+
+	gt.WriteFile(t, dir, "a.txt", "a changed\n")
+	r := open(t, dir)
+	hash, err := r.Commit(t.Context(), []string{"a.txt"}, "ralph: T1 change a\n", time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inode(t, filepath.Join(dir, ".git", "index")) == idxBefore || inode(t, refPath) == refBefore {
+		t.Errorf("the index or %s was rewritten in place, not replaced", branch)
+	}
+	equal(t, "HEAD", gitLines(t, dir, "rev-parse", "HEAD"), []string{hash})
+	equal(t, "status", gitLines(t, dir, "status", "--porcelain"), nil)
+	locks, _ := filepath.Glob(filepath.Join(dir, ".git", "*.lock"))
+	refLocks, _ := filepath.Glob(refPath + ".lock")
+	if len(locks)+len(refLocks) > 0 {
+		t.Errorf("lock files left: %v %v", locks, refLocks)
+	}
+	gt.Git(t, dir, "fsck", "--strict", "--no-progress")
+}
+
+// While a git command holds the index (index.lock exists), ralph's commit
+// fails with a message that says so, commits nothing, and leaves the
+// other process's lock alone.
+func TestCommitIndexLocked(t *testing.T) {
+	dir := newRepo(t)
+	gt.WriteFile(t, dir, "a.txt", "a\n")
+	gt.Commit(t, dir, "base", 1)
+	before := gitLines(t, dir, "rev-parse", "HEAD")
+	lock := filepath.Join(dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gt.WriteFile(t, dir, "a.txt", "a changed\n")
+	r := open(t, dir)
+	_, err := r.Commit(t.Context(), []string{"a.txt"}, "ralph: T1\n", time.Now())
+	if err == nil || !strings.Contains(err.Error(), "index.lock exists") {
+		t.Fatalf("Commit with index.lock held: %v", err)
+	}
+	equal(t, "HEAD", gitLines(t, dir, "rev-parse", "HEAD"), before)
+	if _, err := os.Stat(lock); err != nil {
+		t.Errorf("the other process's index.lock is gone: %v", err)
+	}
 }
