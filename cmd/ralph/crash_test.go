@@ -110,6 +110,10 @@ type crashStats struct {
 	// handEdits counts the person's edits made between runs; humanLost
 	// the lines of theirs found missing.
 	handEdits, humanLost int
+	// commitRounds ran with --commit in a git repository; commits counts
+	// the task commits made there; staleLocks the kills that left
+	// .git/index.lock behind (git's own way: the next commit says so).
+	commitRounds, commits, staleLocks int
 }
 
 // eventWatch is ralph run --json's stdout: it records when the first
@@ -218,9 +222,9 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	slices.Sort(phases)
 	report := fmt.Sprintf("seed %d: %d rounds; kills inflicted %d; crashes survived %d; files corrupted %d; completed tasks redone %d; orphaned children %d; "+
-		"hand edits between runs %d, a person's lines lost %d; "+
+		"hand edits between runs %d, a person's lines lost %d; rounds with --commit %d (task commits %d, kills that left index.lock %d); "+
 		"entries restored on recovery %d; tokens in entries %d in, %d out (= the sessions' totals); recovery to first task_started: median %s over %d runs; kills by phase: %s",
-		seed, st.rounds, st.kills, st.survived, st.corrupted, st.redone, st.orphans, st.handEdits, st.humanLost, st.restored, st.tokensIn, st.tokensOut,
+		seed, st.rounds, st.kills, st.survived, st.corrupted, st.redone, st.orphans, st.handEdits, st.humanLost, st.commitRounds, st.commits, st.staleLocks, st.restored, st.tokensIn, st.tokensOut,
 		median.Round(time.Microsecond), len(st.toFirstTask), strings.Join(phases, ", "))
 	t.Log(report)
 	fmt.Println("crash-recovery: " + report)
@@ -243,6 +247,16 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 		args = append(args, "--agent", "exec", "--agent-cmd", "sh agent.sh")
 	} else {
 		args = append(args, "--agent", "claude")
+	}
+	// Every third round is a git repository and commits each task: a kill
+	// may land in the middle of a commit.
+	commit := st.rounds%3 == 0
+	if commit {
+		crashGit(t, dir, env, "init", "-q")
+		crashGit(t, dir, env, "add", "-A")
+		crashGit(t, dir, env, "commit", "-qm", "base")
+		args = append(args, "--commit")
+		st.commitRounds++
 	}
 	checkedPids := 0
 	human := slices.Clone(crashHuman)
@@ -324,6 +338,9 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 		recovering = true
 		status := crashCheckKill(t, bin, env, dir, st, &checkedPids)
 		crashCheckHuman(t, dir, human, st)
+		if commit {
+			crashCheckRepo(t, dir, env, st)
+		}
 		// While ralph is down, a person edits the tasks file now and then:
 		// a note at its end, or a line of their own in the session list.
 		if !t.Failed() && rng.IntN(3) == 0 {
@@ -339,6 +356,11 @@ func crashRound(t *testing.T, bin string, env []string, rng *rand.Rand, st *cras
 	}
 	crashCheckEnd(t, dir, st)
 	crashCheckHuman(t, dir, human, st)
+	if commit {
+		crashCheckRepo(t, dir, env, st)
+		out := crashGit(t, dir, env, "log", "--format=%s")
+		st.commits += strings.Count(out, "ralph: T")
+	}
 	if ended && !t.Failed() {
 		// The last kill came after the session ended; the end checks
 		// are its recovery.
@@ -452,6 +474,36 @@ func crashCheckKill(t *testing.T, bin string, env []string, dir string, st *cras
 	}
 	*checkedPids = len(pids)
 	return status
+}
+
+// crashGit runs git in dir and returns its output.
+func crashGit(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	env = append(env, "GIT_AUTHOR_NAME=Ana", "GIT_AUTHOR_EMAIL=ana@example.com", "GIT_COMMITTER_NAME=Ana", "GIT_COMMITTER_EMAIL=ana@example.com")
+	res, err := proc.Run(context.Background(), proc.Cmd{Name: "git", Args: args, Dir: dir, Env: env})
+	if err != nil || res.ExitCode != 0 {
+		t.Errorf("git %s: exit %d, %v\n%s", strings.Join(args, " "), res.ExitCode, err, res.Stderr)
+	}
+	return string(res.Stdout)
+}
+
+// crashCheckRepo checks that a kill left the git repository whole: HEAD
+// resolves, the index reads, fsck finds no error.
+func crashCheckRepo(t *testing.T, dir string, env []string, st *crashStats) {
+	t.Helper()
+	failed := t.Failed()
+	crashGit(t, dir, env, "rev-parse", "--verify", "HEAD")
+	crashGit(t, dir, env, "ls-files", "--stage")
+	crashGit(t, dir, env, "fsck", "--no-progress")
+	if !failed && t.Failed() {
+		st.corrupted++
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "index.lock")); err == nil {
+		st.staleLocks++
+		// A person would remove it, as git's message says; so does the
+		// test, for the round to go on committing.
+		_ = os.Remove(filepath.Join(dir, ".git", "index.lock"))
+	}
 }
 
 // crashHandEdit edits RALPH_TASKS.md as a person would, in place, and
