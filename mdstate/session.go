@@ -123,15 +123,8 @@ func (c *Checklist) Session() (*Session, []Warning) {
 			continue
 		}
 		s := &Session{Line: c.src.line(md.pos(h))}
-		for b := h.NextSibling(); b != nil; b = b.NextSibling() {
-			if _, isH := b.(*ast.Heading); isH {
-				break
-			}
-			l, isList := b.(*ast.List)
-			if !isList {
-				continue
-			}
-			// The section's first list only: the one SetSession writes.
+		// One list only: the one SetSession writes.
+		if l := c.sessionList(h); l != nil {
 			for li := l.FirstChild(); li != nil; li = li.NextSibling() {
 				key, at, ok := c.sessionItem(li)
 				if !ok {
@@ -143,14 +136,69 @@ func (c *Checklist) Session() (*Session, []Warning) {
 					warns = append(warns, Warning{File: TasksFile, Line: c.src.line(at), Message: "session " + err.Error() + " (ignored)"})
 				}
 			}
-			break
 		}
 		return s, warns
 	}
 	return nil, nil
 }
 
+// set reads one item into s. A value that does not read changes nothing
+// (the error says why); an empty one unsets the key.
 func (s *Session) set(key, val string) error {
+	t := *s
+	if val == "" && sessionKeys[key] {
+		t.clear(key)
+	} else if err := t.apply(key, val); err != nil {
+		return err
+	}
+	*s = t
+	return nil
+}
+
+// clear unsets one of ralph's keys.
+func (s *Session) clear(key string) {
+	z := Session{}
+	switch key {
+	case "id":
+		s.ID = z.ID
+	case "status":
+		s.Status = z.Status
+	case "phase":
+		s.Phase = z.Phase
+	case "iteration":
+		s.Iteration, s.MaxIterations = 0, 0
+	case "task":
+		s.Task = z.Task
+	case "tokens":
+		s.TokensIn, s.TokensOut = 0, 0
+	case "cost":
+		s.CostUSD = 0
+	case "done":
+		s.Done = 0
+	case "commits":
+		s.Commits = 0
+	case "baseline":
+		s.Baseline = z.Baseline
+	case "agent":
+		s.Agent, s.Model = "", ""
+	case "started":
+		s.Started = z.Started
+	case "updated":
+		s.Updated = z.Updated
+	case "pid":
+		s.PID = 0
+	case "child":
+		s.Child, s.ChildStart = 0, 0
+	case "wait":
+		s.WaitUntil = z.WaitUntil
+	case "reason":
+		s.Reason = z.Reason
+	case "result":
+		s.Result = nil
+	}
+}
+
+func (s *Session) apply(key, val string) error {
 	var err error
 	switch key {
 	case "id":
@@ -353,16 +401,10 @@ func (e *ChecklistEdit) SetSession(s *Session) error {
 		if !ok || !strings.EqualFold(md.headingText(h), SessionHeading) {
 			continue
 		}
-		// The section's first list, before the next heading.
-		for b := h.NextSibling(); b != nil; b = b.NextSibling() {
-			if _, isH := b.(*ast.Heading); isH {
-				break
-			}
-			if l, isList := b.(*ast.List); isList {
-				e.edits = append(e.edits, e.sessionEdits(l, s)...)
-				e.session = s
-				return nil
-			}
+		if l := c.sessionList(h); l != nil {
+			e.edits = append(e.edits, e.sessionEdits(l, s)...)
+			e.session = s
+			return nil
 		}
 		// A heading with no list yet: the list goes right under it.
 		at := md.end(h)
@@ -395,6 +437,31 @@ func (e *ChecklistEdit) SetSession(s *Session) error {
 	return nil
 }
 
+// sessionList is the list of the session section under heading h that
+// holds the session: the first with one of ralph's keys, else the first
+// (a person's list above ralph's stays theirs); nil when there is none.
+func (c *Checklist) sessionList(h ast.Node) *ast.List {
+	var first *ast.List
+	for b := h.NextSibling(); b != nil; b = b.NextSibling() {
+		if _, isH := b.(*ast.Heading); isH {
+			break
+		}
+		l, isList := b.(*ast.List)
+		if !isList {
+			continue
+		}
+		if first == nil {
+			first = l
+		}
+		for li := l.FirstChild(); li != nil; li = li.NextSibling() {
+			if key, _, ok := c.sessionItem(li); ok && sessionKeys[key] {
+				return l
+			}
+		}
+	}
+	return first
+}
+
 // sessionItem reports whether list item li is a "key: value" item: its
 // first line (the marker's) reads so. at is where the key starts; the key
 // is one of ralph's when sessionKeys has it.
@@ -416,11 +483,13 @@ func (c *Checklist) sessionItem(li ast.Node) (key string, at int, ok bool) {
 }
 
 // sessionEdits writes s into list l in place, touching only ralph's own
-// items: each is rewritten on its line (marker and indentation kept), one
-// ralph no longer writes loses its line (anything under it stays), and a
-// new one goes before the next of ralph's items in ralph's order, or after
-// the last. Everything else, a person's items, notes, blank lines and
-// layout, keeps its bytes.
+// items: each is rewritten on its line (marker and indentation kept), and
+// a new one goes before the next of ralph's items in ralph's order, or
+// after the last. One ralph no longer writes (or an earlier duplicate)
+// loses its line; when that could change how what follows reads (text
+// under it, or the list's first line), the line stays with its value
+// emptied ("- child:"), which reads as unset. Everything else, a person's
+// items, notes, blank lines and layout, keeps its bytes.
 func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 	src := e.c.src
 	want := s.fields()
@@ -429,12 +498,12 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 		order[f.Key] = i
 	}
 	type item struct {
-		start, at, next int // line start, key start, where the next item starts
+		key                  string
+		start, at, next, end int // line start, key start, next item's start (-1: none), end of its content
+		first                bool
 	}
-	var items []item
-	var keys []string
-	var edits []Edit
-	found := map[string]int{} // key → index in items
+	var all []item
+	last := map[string]int{} // key → index in all of its last readable item
 	prefix := ""
 	for li := l.FirstChild(); li != nil; li = li.NextSibling() {
 		key, at, ok := e.c.sessionItem(li)
@@ -451,20 +520,15 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 		if prefix == "" {
 			prefix = string(src.src[start:at])
 		}
-		next := -1
+		it := item{key: key, start: start, at: at, next: -1, first: li == l.FirstChild()}
 		if n := li.NextSibling(); n != nil {
-			next = src.lineStart(e.c.md.pos(n))
+			it.next = src.lineStart(e.c.md.pos(n))
+			it.end = max(e.backOverBlank(it.next), src.lineEnd(start))
+		} else {
+			it.end = e.listEnd(l)
 		}
-		_, dup := found[key]
-		if _, wanted := order[key]; dup || !wanted {
-			// Not written any more (or a second time): the line goes;
-			// anything under it stays.
-			edits = append(edits, Edit{Span: Span{start, src.lineEnd(start)}})
-			continue
-		}
-		found[key] = len(items)
-		items = append(items, item{start, at, next})
-		keys = append(keys, key)
+		last[key] = len(all)
+		all = append(all, it)
 	}
 	if prefix == "" {
 		prefix = "- "
@@ -474,14 +538,37 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 			}
 		}
 	}
-	// Rewrite the values in place.
-	for i, k := range keys {
-		v := want[order[k]]
-		at := items[i].at
-		end := src.contentEnd(at)
-		if text := v.Key + ": " + v.Value; string(src.src[at:end]) != text {
-			edits = append(edits, Edit{Span: Span{at, end}, Text: []byte(text)})
+	var edits []Edit
+	found := map[string]item{}
+	var kept []item // ralph's items that stay, in file order
+	for i, it := range all {
+		if _, wanted := order[it.key]; wanted && last[it.key] == i {
+			kept = append(kept, it)
 		}
+	}
+	// With none of ralph's items staying, the new ones go at the list's
+	// start, and take over its first line.
+	atStart := len(kept) == 0
+	kept = kept[:0]
+	for i, it := range all {
+		if _, wanted := order[it.key]; wanted && last[it.key] == i {
+			found[it.key] = it
+			kept = append(kept, it)
+			v := want[order[it.key]]
+			end := src.contentEnd(it.at)
+			if text := v.Key + ": " + v.Value; string(src.src[it.at:end]) != text {
+				edits = append(edits, Edit{Span: Span{it.at, end}, Text: []byte(text)})
+			}
+			continue
+		}
+		if (it.first && !atStart) || it.end > src.lineEnd(it.start) {
+			// Its line holds something up: emptied, not removed.
+			if end := src.contentEnd(it.at); string(src.src[it.at:end]) != it.key+":" {
+				edits = append(edits, Edit{Span: Span{it.at, end}, Text: []byte(it.key + ":")})
+			}
+			continue
+		}
+		edits = append(edits, Edit{Span: Span{it.start, src.lineEnd(it.start)}})
 	}
 	// Insert the missing ones: before the next of ralph's items that is
 	// there, else after the last one's whole item, else at the list's
@@ -494,18 +581,13 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 		}
 		pos := -1
 		for _, g := range want[i+1:] {
-			if j, ok := found[g.Key]; ok {
-				pos = items[j].start
+			if it, ok := found[g.Key]; ok {
+				pos = it.start
 				break
 			}
 		}
-		if pos < 0 && len(items) > 0 {
-			last := items[len(items)-1]
-			if last.next < 0 {
-				pos = e.listEnd(l)
-			} else {
-				pos = max(e.backOverBlank(last.next), src.lineEnd(last.start))
-			}
+		if pos < 0 && len(kept) > 0 {
+			pos = kept[len(kept)-1].end
 		}
 		if pos < 0 {
 			pos = src.lineStart(e.c.md.pos(l))

@@ -104,8 +104,8 @@ func TestSessionBadValuesWarn(t *testing.T) {
 
 // What a person writes in the session list stays, word for word and in
 // place, through ralph's writes: ralph rewrites only its own items' lines
-// (dropping the line of one it no longer writes, not what is under it) and
-// adds new ones after its last.
+// (emptying the line of one it no longer writes when something is under
+// it) and adds new ones after its last.
 func TestSetSessionKeepsPersonsText(t *testing.T) {
 	const before = "# Tasks\n\n- [ ] T1: One\n\n## Session\n\n" +
 		"- id: 20261122-100312\n" +
@@ -124,6 +124,7 @@ func TestSetSessionKeepsPersonsText(t *testing.T) {
 		"- status: paused\n" +
 		"  Ana: I stopped it on purpose, see the chat.\n" +
 		"- owner: ana\n" +
+		"- child:\n" +
 		"A lazy line right under child.\n" +
 		"- check the logs before resuming\n" +
 		"  - nested detail\n" +
@@ -215,5 +216,62 @@ func TestSetSessionKeepsUnreadableLine(t *testing.T) {
 	s, warns := after.Session()
 	if s.Done != 2 || len(warns) != 1 || !strings.Contains(warns[0].Message, `done "the docs, with Ana" is not a count`) {
 		t.Fatalf("session %+v, warnings %v", s, warns)
+	}
+}
+
+// More cases from a second review: a dropped item with text under it, a
+// first item with a nested list, and a person's list above ralph's.
+func TestSetSessionDropsSafely(t *testing.T) {
+	s := &Session{ID: "X1", Status: "running", Iteration: 4}
+	for _, tc := range []struct{ name, in, want string }{
+		{"a dropped item with a lazy line under it, in a loose list",
+			"## Session\n\n- id: X1\n\n- reason: interrupted\nsee log\n\n- status: running\n",
+			"## Session\n\n- id: X1\n\n- reason:\nsee log\n\n- status: running\n- iteration: 4\n- tokens: 0 in, 0 out\n- cost: $0.0000\n"},
+		{"a dropped first item with a nested list",
+			"## Session\n\n- result: done, 1 in, 1 out, $0.0000, 1s\n  - status: paused\n- id: X1\n- status: running\n",
+			"## Session\n\n- result:\n  - status: paused\n- id: X1\n- status: running\n- iteration: 4\n- tokens: 0 in, 0 out\n- cost: $0.0000\n"},
+		{"a person's list above ralph's",
+			"## Session\n\nTo check:\n\n- the CI\n\nralph's block:\n\n- id: X1\n- status: paused\n",
+			"## Session\n\nTo check:\n\n- the CI\n\nralph's block:\n\n- id: X1\n- status: running\n- iteration: 4\n- tokens: 0 in, 0 out\n- cost: $0.0000\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := sessionEdit(t, tc.in, func(e *ChecklistEdit) error { return e.SetSession(s) })
+			if out != tc.want {
+				t.Fatalf("got\n%q\nwant\n%q", out, tc.want)
+			}
+			if again := sessionEdit(t, out, func(e *ChecklistEdit) error { return e.SetSession(s) }); again != out {
+				t.Fatalf("a second write changed the file:\n%q", again)
+			}
+		})
+	}
+	// The session above a person's list is read from ralph's list.
+	c, _ := ParseChecklist(TasksKind, []byte("## Session\n\nTo check:\n\n- the CI\n\n- id: X1\n- status: running\n- task: T1\n"))
+	if got, _ := c.Session(); got.ID != "X1" || got.Task != "T1" {
+		t.Fatalf("read %+v", got)
+	}
+}
+
+// A value of ralph's key that ralph cannot read never blocks a write, and
+// never changes what ralph reads from its own line.
+func TestSetSessionUnreadableValues(t *testing.T) {
+	for _, line := range []string{"- cost: ask ana", "- result: see the notes", "- tokens: 5 in, many out", "- iteration: three"} {
+		in := "## Session\n\n- id: 1\n- status: running\n" + line + "\n"
+		c, _ := ParseChecklist(TasksKind, []byte(in))
+		e := c.Edit()
+		want := &Session{ID: "1", Status: "paused", Iteration: 7, TokensIn: 3, TokensOut: 2, CostUSD: 0.5, Result: &IterationResult{Outcome: "done", TokensIn: 3, TokensOut: 2}}
+		if err := e.SetSession(want); err != nil {
+			t.Fatal(err)
+		}
+		out, after, err := e.Bytes()
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if !strings.Contains(string(out), "\n"+line+"\n") {
+			t.Errorf("%q is gone:\n%s", line, out)
+		}
+		got, _ := after.Session()
+		if string(got.render("\n")) != string(want.render("\n")) {
+			t.Errorf("%q: read back\n%s", line, got.render("\n"))
+		}
 	}
 }
