@@ -285,20 +285,7 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 		}
 	}
 	defer func() {
-		if err != nil && c.session.Status != "" {
-			// Not a stop but an error (a state file ralph cannot write,
-			// say): the session is left running, as a crash leaves it, so
-			// that the next start recovers it: the task goes back to
-			// pending, an entry lost on the way is written.
-			c.session.Reason = oneLineText("error: " + err.Error())
-			c.session.Child = 0
-			_ = c.saveSession(nil) // may fail the same way; the lock's release says "interrupted" anyway
-			out.Session = c.session
-			out.Iterations = c.session.Iteration
-			c.emit(Event{Kind: EventStopped, Reason: "error", Text: err.Error()})
-			return
-		}
-		if c.session.Status != "" && out.Reason != StopInterrupted && out.Reason != StopPaused {
+		if err == nil && c.session.Status != "" && out.Reason != StopInterrupted && out.Reason != StopPaused {
 			// "ending" first: a crash between the summary and the final
 			// save is then ended on the next start, not resumed (which
 			// would write a second summary).
@@ -306,6 +293,22 @@ func (c *Coordinator) Run(ctx context.Context) (out Outcome, err error) {
 			if err = c.saveSession(nil); err == nil {
 				err = c.summarize(out)
 			}
+		}
+		if err != nil && c.session.Status != "" {
+			// Not a stop but an error (a state file ralph cannot write,
+			// say): the session is left running, as a crash leaves it, so
+			// that the next start recovers it: the task goes back to
+			// pending, an entry lost on the way is written, a summary
+			// that could not be written is.
+			if c.session.Phase != "ending" {
+				c.session.Reason = oneLineText("error: " + err.Error())
+			}
+			c.session.Child = 0
+			_ = c.saveSession(nil) // may fail the same way; the lock's release says "interrupted" anyway
+			out.Session = c.session
+			out.Iterations = c.session.Iteration
+			c.emit(Event{Kind: EventStopped, Reason: "error", Text: err.Error()})
+			return
 		}
 		c.session.Phase = ""
 		c.session.Child = 0
@@ -536,6 +539,9 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	})
 	took := c.opts.Now().Sub(start)
 	s.Child, s.ChildStart = 0, 0
+	// The counters below change with the write that saves the outcome, or
+	// not at all: an error there leaves the session as it was.
+	before := *s
 	// Costs are kept to 1/100 of a cent, as the files show them: the
 	// session's total is then exactly the sum of its entries.
 	res.CostUSD = math.Round(res.CostUSD*1e4) / 1e4
@@ -600,6 +606,11 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 	s.Result = &mdstate.IterationResult{Outcome: outcome, TokensIn: res.Usage.In, TokensOut: res.Usage.Out,
 		CostUSD: res.CostUSD, Duration: took.Round(time.Second)}
 	err = c.saveSession(func(e *mdstate.ChecklistEdit) error {
+		if e.Checklist().Find(id) == nil {
+			// A person removed the task while its agent worked: the
+			// iteration is still recorded, in the session and the log.
+			return nil
+		}
 		if err := e.SetStatus(id, newStatus); err != nil {
 			return err
 		}
@@ -614,6 +625,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (bool, er
 		return nil
 	})
 	if err != nil {
+		*s = before // recovered as an interrupted iteration on the next start
 		return false, err
 	}
 	if err := c.writeReport(rep); err != nil {
@@ -859,6 +871,7 @@ func (c *Coordinator) resume() (bool, error) {
 		}
 	}
 	if c.opts.NewSession {
+		c.retry = ""
 		return false, c.endReplaced()
 	}
 	what := fmt.Sprintf("resuming session %s (%s at iteration %d", s.ID, map[bool]string{true: "interrupted", false: "paused"}[interrupted], old.Iteration)
@@ -974,7 +987,11 @@ func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklis
 		return nil
 	}
 	t := tasks.Find(old.Task)
-	if t == nil || (old.Result == nil && t.Status != mdstate.Done) {
+	switch {
+	case t == nil && old.Result != nil:
+		// A person removed the task meanwhile: its entry still counts.
+		t = &mdstate.Item{ID: old.Task, Title: "(removed from " + mdstate.TasksFile + ")"}
+	case t == nil || (old.Result == nil && t.Status != mdstate.Done):
 		return nil
 	}
 	log, err := c.p.ReadProgress(1000)
@@ -1156,8 +1173,10 @@ func (c *Coordinator) finishEnded(old *mdstate.Session) error {
 			{Key: "outcome", Value: "ended (" + reason + ")"},
 			{Key: "session", Value: old.ID},
 			{Key: "iterations", Value: strconv.Itoa(old.Iteration)},
+			{Key: "tasks", Value: strconv.Itoa(old.Done) + " done"},
 			{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", old.TokensIn, old.TokensOut)},
 			{Key: "cost", Value: fmt.Sprintf("$%.4f", old.CostUSD)},
+			{Key: "commits", Value: strconv.Itoa(old.Commits)},
 			{Key: "note", Value: "written on the next start: ralph was stopped while it ended the session"},
 		}}); err != nil {
 			return err

@@ -260,3 +260,52 @@ func TestInterruptedAttemptsReachMax(t *testing.T) {
 		t.Fatalf("outcome %+v after %d calls; T1 %+v", out, fa.calls(), it)
 	}
 }
+
+// A summary that could not be written (here the log is a folder) is not
+// lost: the session stays in phase "ending", and the next start writes it.
+func TestFailedSummaryWrittenNextStart(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n- [x] T1: Task number 1\n" +
+		session("- status: paused", "- iteration: 1", "- tokens: 10 in, 1 out", "- done: 1")})
+	log := filepath.Join(dir, mdstate.ProgressFile)
+	if err := os.Mkdir(log, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	if _, err := co.Run(t.Context()); err == nil {
+		t.Fatal("Run succeeded with the progress log a folder")
+	}
+	co.Close()
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	co = newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	runAll(t, t.Context(), co)
+	es := entries(t, dir)
+	if len(es) != 1 || es[0].Title != "session 20261122-100000 ended" || es[0].Get("outcome") != "ended (all_done)" || es[0].Get("tasks") != "1 done" {
+		t.Fatalf("entries %+v", es)
+	}
+}
+
+// A person removes a task while its agent works on it: the iteration is
+// still recorded (its entry and its tokens), and the run goes on.
+func TestTaskRemovedDuringIteration(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	fa := &fakeAgent{before: func(n int) {
+		if n != 1 {
+			return
+		}
+		p := filepath.Join(dir, "RALPH_TASKS.md")
+		data, _ := os.ReadFile(p)
+		if err := os.WriteFile(p, []byte(strings.Replace(string(data), "- [/] T1: Task number 1\n", "", 1)), 0o644); err != nil {
+			t.Error(err)
+		}
+	}}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone {
+		t.Fatalf("outcome %+v", out)
+	}
+	tasks, s, lg := loadState(t, dir)
+	if tasks.Find("T1") != nil || len(lg.Recent) != 2 || lg.Recent[0].Title != "T1: Task number 1" || s.TokensIn != 200 || s.Done != 2 {
+		t.Fatalf("session %+v, entries %+v", s, lg.Recent)
+	}
+}
