@@ -17,6 +17,7 @@ import (
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
 )
 
 // holdLockEnv makes the test binary a stand-in coordinator: it takes the
@@ -35,18 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	// The machine's git configuration stays out of the tests (a global
 	// excludes file would change the project scan in every prompt).
-	home, err := os.MkdirTemp("", "coordinator-home-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("HOME", home)
-	os.Unsetenv("XDG_CONFIG_HOME")
-	os.Unsetenv("GIT_CONFIG_GLOBAL")
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	code := m.Run()
-	os.RemoveAll(home)
-	os.Exit(code)
+	os.Exit(gitctxtest.RunWithoutGitConfig(m))
 }
 
 func holdLock(dir string) int {

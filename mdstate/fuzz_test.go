@@ -453,19 +453,9 @@ func ownSessionLine(l []byte) bool {
 // the one SetSession writes in place.
 func hasSessionList(c *Checklist) bool {
 	for n := c.md.doc.FirstChild(); n != nil; n = n.NextSibling() {
-		h, ok := n.(*ast.Heading)
-		if !ok || !strings.EqualFold(c.md.headingText(h), SessionHeading) {
-			continue
+		if h, ok := n.(*ast.Heading); ok && strings.EqualFold(c.md.headingText(h), SessionHeading) {
+			return c.sessionList(h) != nil
 		}
-		for b := h.NextSibling(); b != nil; b = b.NextSibling() {
-			if _, isH := b.(*ast.Heading); isH {
-				return false
-			}
-			if _, isList := b.(*ast.List); isList {
-				return true
-			}
-		}
-		return false
 	}
 	return false
 }

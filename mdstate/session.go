@@ -498,9 +498,9 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 		order[f.Key] = i
 	}
 	type item struct {
-		key                  string
-		start, at, next, end int // line start, key start, next item's start (-1: none), end of its content
-		first                bool
+		key            string
+		start, at, end int  // line start, key start, end of its content
+		first, stays   bool // the list's first item; the item of its key ralph keeps
 	}
 	var all []item
 	last := map[string]int{} // key → index in all of its last readable item
@@ -520,10 +520,9 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 		if prefix == "" {
 			prefix = string(src.src[start:at])
 		}
-		it := item{key: key, start: start, at: at, next: -1, first: li == l.FirstChild()}
+		it := item{key: key, start: start, at: at, first: li == l.FirstChild()}
 		if n := li.NextSibling(); n != nil {
-			it.next = src.lineStart(e.c.md.pos(n))
-			it.end = max(e.backOverBlank(it.next), src.lineEnd(start))
+			it.end = max(e.backOverBlank(src.lineStart(e.c.md.pos(n))), src.lineEnd(start))
 		} else {
 			it.end = e.listEnd(l)
 		}
@@ -538,22 +537,21 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 			}
 		}
 	}
-	var edits []Edit
 	found := map[string]item{}
 	var kept []item // ralph's items that stay, in file order
-	for i, it := range all {
-		if _, wanted := order[it.key]; wanted && last[it.key] == i {
-			kept = append(kept, it)
+	for i := range all {
+		if _, wanted := order[all[i].key]; wanted && last[all[i].key] == i {
+			all[i].stays = true
+			found[all[i].key] = all[i]
+			kept = append(kept, all[i])
 		}
 	}
 	// With none of ralph's items staying, the new ones go at the list's
 	// start, and take over its first line.
 	atStart := len(kept) == 0
-	kept = kept[:0]
-	for i, it := range all {
-		if _, wanted := order[it.key]; wanted && last[it.key] == i {
-			found[it.key] = it
-			kept = append(kept, it)
+	var edits []Edit
+	for _, it := range all {
+		if it.stays {
 			v := want[order[it.key]]
 			end := src.contentEnd(it.at)
 			if text := v.Key + ": " + v.Value; string(src.src[it.at:end]) != text {

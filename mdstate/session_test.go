@@ -151,6 +151,19 @@ func TestSetSessionKeepsPersonsText(t *testing.T) {
 	}
 }
 
+// writeSessionTwice writes s into in: the result must be want, and a
+// second write of s must change nothing.
+func writeSessionTwice(t *testing.T, s *Session, in, want string) {
+	t.Helper()
+	out := sessionEdit(t, in, func(e *ChecklistEdit) error { return e.SetSession(s) })
+	if out != want {
+		t.Fatalf("got\n%q\nwant\n%q", out, want)
+	}
+	if again := sessionEdit(t, out, func(e *ChecklistEdit) error { return e.SetSession(s) }); again != out {
+		t.Fatalf("a second write changed the file:\n%q", again)
+	}
+}
+
 // Cases from a review: each file is written twice with the same session,
 // and must keep every line a person wrote, in place, and settle at once.
 func TestSetSessionInPlace(t *testing.T) {
@@ -172,15 +185,7 @@ func TestSetSessionInPlace(t *testing.T) {
 			"# Tasks\n\n- [ ] T1: One\n\n## Session\n\n- status: running\n- iteration: 3\n\n- [ ] T2: Write docs\n",
 			"# Tasks\n\n- [ ] T1: One\n\n## Session\n\n- id: X1\n- status: paused\n- iteration: 4\n- tokens: 0 in, 0 out\n- cost: $0.0000\n- reason: interrupted\n\n- [ ] T2: Write docs\n"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out := sessionEdit(t, tc.in, func(e *ChecklistEdit) error { return e.SetSession(s) })
-			if out != tc.want {
-				t.Fatalf("got\n%q\nwant\n%q", out, tc.want)
-			}
-			if again := sessionEdit(t, out, func(e *ChecklistEdit) error { return e.SetSession(s) }); again != out {
-				t.Fatalf("a second write changed the file:\n%q", again)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { writeSessionTwice(t, s, tc.in, tc.want) })
 	}
 	// The coordinator's usual write, a task's status with the session, on
 	// a task a person added below the session list.
@@ -234,15 +239,7 @@ func TestSetSessionDropsSafely(t *testing.T) {
 			"## Session\n\nTo check:\n\n- the CI\n\nralph's block:\n\n- id: X1\n- status: paused\n",
 			"## Session\n\nTo check:\n\n- the CI\n\nralph's block:\n\n- id: X1\n- status: running\n- iteration: 4\n- tokens: 0 in, 0 out\n- cost: $0.0000\n"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out := sessionEdit(t, tc.in, func(e *ChecklistEdit) error { return e.SetSession(s) })
-			if out != tc.want {
-				t.Fatalf("got\n%q\nwant\n%q", out, tc.want)
-			}
-			if again := sessionEdit(t, out, func(e *ChecklistEdit) error { return e.SetSession(s) }); again != out {
-				t.Fatalf("a second write changed the file:\n%q", again)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { writeSessionTwice(t, s, tc.in, tc.want) })
 	}
 	// The session above a person's list is read from ralph's list.
 	c, _ := ParseChecklist(TasksKind, []byte("## Session\n\nTo check:\n\n- the CI\n\n- id: X1\n- status: running\n- task: T1\n"))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
 )
 
 // writeTree expands a txtar-style archive into dir: each "-- path --" line
@@ -83,17 +85,4 @@ func typeStrings(types []Type) []string {
 
 // TestMain keeps the machine's git configuration out of the tests: a
 // developer's global excludes file would hide fixture files.
-func TestMain(m *testing.M) {
-	home, err := os.MkdirTemp("", "projectdetect-home-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("HOME", home)
-	os.Unsetenv("XDG_CONFIG_HOME")
-	os.Unsetenv("GIT_CONFIG_GLOBAL")
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	code := m.Run()
-	os.RemoveAll(home)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(gitctxtest.RunWithoutGitConfig(m)) }

@@ -47,16 +47,17 @@ func realClaudeBin(t *testing.T) (bin, pathWithoutFake string) {
 
 var currentTaskRe = regexp.MustCompile(`## Current task\s+(T\d+):`)
 
-// TestRealClaudeLoop runs the real ralph binary, `ralph run --agent
-// claude`, over two tasks with the real Claude Code CLI against a fake
-// Messages API on loopback. For each task the API has the CLI write that
-// task's file with its own Write tool, then answer COMPLETE; it tells the
-// tasks apart by the current task named in the prompt.
-func TestRealClaudeLoop(t *testing.T) {
-	claude, path := realClaudeBin(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
+// realClaudeFiles are the files the fake API has the CLI write, by task.
+var realClaudeFiles = map[string]string{"T1": "one.txt", "T2": "two.txt"}
 
+// realClaudeProject makes a two-task project, a HOME, and a PATH whose
+// claude is the real one, starts api (its Route set here: for each task,
+// one Write of that task's file, told apart by the current task in the
+// prompt) on loopback, and returns the project folder and the environment
+// for ralph.
+func realClaudeProject(t *testing.T, api *agenttest.FakeAPI) (project string, env []string) {
+	t.Helper()
+	claude, path := realClaudeBin(t)
 	tmp := t.TempDir()
 	project, home, bin := filepath.Join(tmp, "project"), filepath.Join(tmp, "home"), filepath.Join(tmp, "bin")
 	for _, d := range []string{project, home, bin} {
@@ -72,18 +73,30 @@ func TestRealClaudeLoop(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(project, mdstate.TasksFile), []byte(tasks), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]string{"T1": "one.txt", "T2": "two.txt"}
-	api := &agenttest.FakeAPI{Route: func(text string) (string, string, bool) {
+	api.Route = func(text string) (string, string, bool) {
 		m := currentTaskRe.FindStringSubmatch(text)
-		if m == nil || files[m[1]] == "" {
+		if m == nil || realClaudeFiles[m[1]] == "" {
 			return "", "", false
 		}
-		return filepath.Join(project, files[m[1]]), "written for " + m[1] + "\n", true
-	}}
+		return filepath.Join(project, realClaudeFiles[m[1]]), "written for " + m[1] + "\n", true
+	}
 	url := api.Start(t)
+	return project, agenttest.FakeAPIEnv(home, url, bin+string(filepath.ListSeparator)+path)
+}
+
+// TestRealClaudeLoop runs the real ralph binary, `ralph run --agent
+// claude`, over two tasks with the real Claude Code CLI against a fake
+// Messages API on loopback. For each task the API has the CLI write that
+// task's file with its own Write tool, then answer COMPLETE; it tells the
+// tasks apart by the current task named in the prompt.
+func TestRealClaudeLoop(t *testing.T) {
+	api := &agenttest.FakeAPI{}
+	project, env := realClaudeProject(t, api)
+	files := realClaudeFiles
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
 
 	ralph := buildRalph(t)
-	env := agenttest.FakeAPIEnv(home, url, bin+string(filepath.ListSeparator)+path)
 	res, err := proc.Run(ctx, proc.Cmd{Name: ralph, Args: []string{"run", "--agent", "claude", "--model", "claude-sonnet-4-5"},
 		Dir: project, Env: env})
 	if err != nil {
@@ -148,40 +161,14 @@ func TestRealClaudeLoop(t *testing.T) {
 // going on, the task back with attempts+1 and a note) and finishes, with
 // the session's token totals the sum of its entries.
 func TestRealClaudeCrashResume(t *testing.T) {
-	claude, path := realClaudeBin(t)
+	// The first request hangs mid-answer: the kill comes then.
+	var stalled atomic.Bool
+	api := &agenttest.FakeAPI{Stall: func(agenttest.APICall) bool { return stalled.CompareAndSwap(false, true) }}
+	project, env := realClaudeProject(t, api)
+	files := realClaudeFiles
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-
-	tmp := t.TempDir()
-	project, home, bin := filepath.Join(tmp, "project"), filepath.Join(tmp, "home"), filepath.Join(tmp, "bin")
-	for _, d := range []string{project, home, bin} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(claude, filepath.Join(bin, "claude")); err != nil {
-		t.Fatal(err)
-	}
-	tasks := "# Tasks\n\n- [ ] T1: Write one.txt\n- [ ] T2: Write two.txt\n  - after: T1\n"
-	if err := os.WriteFile(filepath.Join(project, mdstate.TasksFile), []byte(tasks), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{"T1": "one.txt", "T2": "two.txt"}
-	var stalled atomic.Bool
-	api := &agenttest.FakeAPI{
-		Route: func(text string) (string, string, bool) {
-			m := currentTaskRe.FindStringSubmatch(text)
-			if m == nil || files[m[1]] == "" {
-				return "", "", false
-			}
-			return filepath.Join(project, files[m[1]]), "written for " + m[1] + "\n", true
-		},
-		// The first request hangs mid-answer: the kill comes then.
-		Stall: func(agenttest.APICall) bool { return stalled.CompareAndSwap(false, true) },
-	}
-	url := api.Start(t)
 	ralph := buildRalph(t)
-	env := agenttest.FakeAPIEnv(home, url, bin+string(filepath.ListSeparator)+path)
 	args := []string{"run", "--agent", "claude", "--model", "claude-sonnet-4-5"}
 
 	var out1, err1 bytes.Buffer

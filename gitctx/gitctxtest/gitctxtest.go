@@ -222,3 +222,21 @@ func fastImportStream(files, commits int) []byte {
 	b.WriteString("done\n")
 	return b.Bytes()
 }
+
+// RunWithoutGitConfig runs a test binary's tests with HOME an empty
+// temporary folder and no system git config, so that the machine's git
+// configuration (a global excludes file, say) stays out of them, and
+// returns m.Run's exit code. Call it from TestMain.
+func RunWithoutGitConfig(m *testing.M) int {
+	home, err := os.MkdirTemp("", "ralph-test-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(home)
+	os.Setenv("HOME", home)
+	os.Unsetenv("XDG_CONFIG_HOME")
+	os.Unsetenv("GIT_CONFIG_GLOBAL")
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	return m.Run()
+}
