@@ -61,7 +61,7 @@ func (d DemoAgent) Run(ctx context.Context, req agent.Request, onEvent func(agen
 	start := time.Now()
 	m := currentTaskRe.FindStringSubmatch(req.Prompt)
 	if m == nil {
-		return agent.Result{IsError: true, ErrorKind: "bad_output", ErrorText: "the demo agent found no current task in its prompt"}, nil
+		return agent.Result{IsError: true, ErrorKind: agent.KindBadOutput, ErrorText: "the demo agent found no current task in its prompt"}, nil
 	}
 	w, ok := demoWork[m[1]]
 	if !ok {
@@ -73,30 +73,33 @@ func (d DemoAgent) Run(ctx context.Context, req agent.Request, onEvent func(agen
 			return ctx.Err()
 		case <-time.After(d.Step):
 		}
-		onEvent(agent.Event{Kind: "text", Text: text})
+		onEvent(agent.Event{Kind: agent.EventText, Text: text})
 		if req.RawLog != nil {
 			fmt.Fprintln(req.RawLog, text)
 		}
 		return nil
 	}
-	interrupted := agent.Result{ErrorKind: "interrupted", Duration: time.Since(start)}
+	interrupted := agent.Result{ErrorKind: agent.KindInterrupted, Duration: time.Since(start)}
 	if say("(scripted demo agent) Reading the task and the project context…") != nil {
 		return interrupted, nil
 	}
-	onEvent(agent.Event{Kind: "tool_use", Tool: "Write " + w.file})
-	if err := os.WriteFile(filepath.Join(req.Dir, w.file), []byte(w.content), 0o644); err != nil {
-		return agent.Result{IsError: true, ErrorKind: "crashed", ErrorText: err.Error()}, nil
+	onEvent(agent.Event{Kind: agent.EventToolUse, Tool: "Write " + w.file})
+	// Atomic like ralph's own writes: a demo run again in its folder
+	// replaces the file whole, never leaves half of one.
+	if err := mdstate.WriteFileAtomic(filepath.Join(req.Dir, w.file), []byte(w.content), 0o644); err != nil {
+		return agent.Result{IsError: true, ErrorKind: agent.KindCrashed, ErrorText: err.Error()}, nil
 	}
 	if say("Wrote "+w.file+".") != nil {
 		return interrupted, nil
 	}
 	usage := agent.Usage{In: int64(len(req.Prompt) / 4), Out: int64(len(w.content)/4 + 40)}
-	onEvent(agent.Event{Kind: "usage", Usage: usage})
+	onEvent(agent.Event{Kind: agent.EventUsage, Usage: usage})
 	return agent.Result{Final: w.final, Usage: usage, Duration: time.Since(start), SessionID: "demo"}, nil
 }
 
 // WriteDemoProject creates the sample project in dir, which must not exist
-// or be empty, so that nothing of anyone's is overwritten.
+// or be empty, so that nothing of anyone's is overwritten: the state files
+// are created through the project, never replaced.
 func WriteDemoProject(dir string) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s is not empty; give the demo a new folder", dir)
@@ -108,13 +111,18 @@ func WriteDemoProject(dir string) error {
 		mdstate.TasksFile: DemoTasks,
 		mdstate.GoalsFile: DemoGoals,
 	}
+	p := mdstate.Open(dir)
 	for _, name := range mdstate.Files {
 		content, ok := files[name]
 		if !ok {
 			content = mdstate.Templates[name]
 		}
-		if err := mdstate.WriteFileAtomic(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		created, err := p.CreateFile(name, []byte(content))
+		if err != nil {
 			return err
+		}
+		if !created {
+			return fmt.Errorf("%s appeared in %s while the demo set it up; give the demo a new folder", name, dir)
 		}
 	}
 	return nil

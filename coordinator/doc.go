@@ -1,9 +1,60 @@
 // Package coordinator is ralph's engine: one coordinator per project that
 // picks tasks from RALPH_TASKS.md, gives each to a child agent, and writes
 // what it learns back into the state files as it goes, so that nothing
-// lives only in memory.
+// lives only in memory. Every front end (ralph run, ralph chat, the
+// one-shot) drives the same engine.
 //
-// This file set holds what every front end (ralph run, ralph chat, ralph
-// context) shares: the project lock, and the recovery report that rebuilds
-// what ralph knows from the markdown files and git alone.
+// # The engine's API
+//
+// New takes the project's coordinator lock and holds it until Close, so a
+// Coordinator lives as long as its front end (a chat, say) and runs work
+// many times:
+//
+//   - Run(ctx) works through the tasks until none is ready, a limit is
+//     reached, it is paused or stopped. It may be called again after it
+//     returned: the session continues (same id, counters go on). Start and
+//     Wait are Run in two halves. Cancelling ctx is Stop(false).
+//   - Pause stops the run after the current iteration (at once during a
+//     wait or a backoff); the session is saved as paused. Resume takes back
+//     a pause that has not taken effect yet, or starts a new run.
+//   - Stop(hard) ends the run now and returns once the state is saved: the
+//     agent's whole process group gets SIGINT, then SIGKILL after
+//     proc.HardGrace (hard) or Options.Grace; its task goes back to
+//     pending with a note; the session is paused.
+//   - Queue(Guidance) writes a person's message into RALPH_TASKS.md's
+//     "## Guidance" list at once; it reaches the next agent's prompt and
+//     stays queued until an iteration that received it ends with the
+//     agent's answer (then it is recorded in that iteration's progress
+//     entry and leaves the list). An urgent message stops only the current
+//     iteration: its task goes back to pending without counting an
+//     attempt, goes first, and the loop goes on with the message.
+//   - Snapshot returns everything a front end shows, from any goroutine.
+//   - Notify tells the engine that a state file changed on disk (the file
+//     watcher): a change ralph did not write is announced and re-arms the
+//     circuit breaker.
+//
+// # Delivery rules
+//
+// Events returns one stream that lives until Close. The engine never
+// blocks on it. Streaming detail (agent text, tool calls and results,
+// usage) may be dropped when the reader falls behind; every other event
+// (task started, iteration done, retries, waits, notices, guidance, state
+// written or changed, stopped) is always delivered, in order. Each run
+// ends with exactly one EventStopped, its last event. Payloads are typed:
+// a wait's end is Event.Until, a retry's delay Event.Delay, never text.
+//
+// # What survives a crash
+//
+// Everything: the session (counters, the current task, the agent's pid,
+// an iteration's result between its two writes, a limit's wait) is in
+// RALPH_TASKS.md's session block, queued guidance in its guidance list.
+// The next start recovers an interrupted session (see Run).
+//
+// The one-shot (OneShot) shares the engine's pipeline: run an agent on a
+// request, classify how it ended, file what it reported, write a progress
+// entry. This package also holds what every front end (the CLI, chat)
+// shares: the project lock; the recovery report that rebuilds what ralph
+// knows from the markdown files and git alone; the state files' history
+// and their restore from git (StateHistory, Restore); the agent a
+// continued session keeps (ChooseAgent).
 package coordinator

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/ralph-dev/ralph/mdstate"
@@ -50,8 +49,9 @@ func (e *ErrLocked) Error() string {
 type Lock struct{ f *os.File }
 
 // AcquireLock takes the project's coordinator lock or fails at once with
-// *ErrLocked. The kernel releases a flock when its process dies, so a
-// crash never leaves a stale lock.
+// *ErrLocked. The lock is a flock on Unix and a LockFileEx lock on
+// Windows; the system releases either when its process dies, so a crash
+// never leaves a stale lock.
 func AcquireLock(root string, info LockInfo) (*Lock, error) {
 	dir := filepath.Join(root, mdstate.RuntimeDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -61,17 +61,17 @@ func AcquireLock(root string, info LockInfo) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open coordinator lock: %w", err)
 	}
-	err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
+	err = tryLock(f, lockExclusive)
 	// LockHolder (ralph status, ralph context) takes a shared lock for an
 	// instant to look: that must not make a coordinator starting at the
 	// same moment give up, so a refusal is retried for a short while.
-	for try := 0; errors.Is(err, syscall.EWOULDBLOCK) && try < lockRetries; try++ {
+	for try := 0; errors.Is(err, errLockHeld) && try < lockRetries; try++ {
 		time.Sleep(lockRetryDelay)
-		err = flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
+		err = tryLock(f, lockExclusive)
 	}
 	if err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errLockHeld) {
 			holder, _ := readLockInfo(filepath.Join(dir, LockFile))
 			return nil, &ErrLocked{Holder: holder}
 		}
@@ -90,7 +90,7 @@ func (l *Lock) Release() {
 		return
 	}
 	_ = l.f.Truncate(0)
-	_ = flock(l.f, syscall.LOCK_UN)
+	unlock(l.f)
 	l.f.Close()
 	l.f = nil
 }
@@ -105,11 +105,11 @@ func LockHolder(root string) (LockInfo, bool) {
 		return LockInfo{}, false
 	}
 	defer f.Close()
-	if err := flock(f, syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f, lockShared); err != nil {
 		info, _ := readLockInfo(path)
-		return info, errors.Is(err, syscall.EWOULDBLOCK)
+		return info, errors.Is(err, errLockHeld)
 	}
-	_ = flock(f, syscall.LOCK_UN)
+	unlock(f)
 	return LockInfo{}, false
 }
 
@@ -122,11 +122,14 @@ func readLockInfo(path string) (LockInfo, error) {
 	return info, json.Unmarshal(data, &info)
 }
 
-func flock(f *os.File, how int) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
-}
+// lockMode is how tryLock locks: a coordinator alone, lookers together.
+type lockMode int
+
+const (
+	lockExclusive lockMode = iota
+	lockShared
+)
+
+// errLockHeld is tryLock's answer when another process holds a lock that
+// excludes the one asked for.
+var errLockHeld = errors.New("lock held by another process")

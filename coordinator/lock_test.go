@@ -1,3 +1,5 @@
+//go:build linux
+
 package coordinator
 
 import (
@@ -33,6 +35,9 @@ func TestMain(m *testing.M) {
 	}
 	if dir := os.Getenv(holdLockEnv); dir != "" {
 		os.Exit(holdLock(dir))
+	}
+	if dir := os.Getenv(engineChildEnv); dir != "" {
+		os.Exit(engineChild(dir))
 	}
 	// The machine's git configuration stays out of the tests (a global
 	// excludes file would change the project scan in every prompt).

@@ -1,3 +1,5 @@
+//go:build linux
+
 package coordinator
 
 import (
@@ -96,6 +98,9 @@ func runAll(t testing.TB, ctx context.Context, co *Coordinator) (Outcome, []Even
 		defer close(done)
 		for e := range co.Events() {
 			evs = append(evs, e)
+			if e.Kind == EventStopped {
+				return
+			}
 		}
 	}()
 	out, err := co.Run(ctx)
@@ -297,10 +302,14 @@ func TestRunQueue(t *testing.T) {
 	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(3)})
 	fa := &fakeAgent{}
 	co := newCoordinator(t, Options{Root: dir, Agent: fa})
-	co.Queue("Use tabs,\n  not spaces")
+	if err := co.Queue(Guidance{Text: "Use tabs,\n  not spaces"}); err != nil {
+		t.Fatal(err)
+	}
 	fa.before = func(n int) {
 		if n == 2 {
-			co.Queue("Keep the API stable")
+			if err := co.Queue(Guidance{Text: "Keep the API stable"}); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 	runAll(t, t.Context(), co)
@@ -524,7 +533,7 @@ func TestRunTaskIDNotCompleted(t *testing.T) {
 func TestRunFailurePolicy(t *testing.T) {
 	tests := []struct {
 		name       string
-		policy     string
+		policy     FailurePolicy
 		attempts   int
 		iterations int
 		status     mdstate.Status

@@ -253,7 +253,7 @@ func (r *Report) currentTask(id string) *mdstate.Item {
 	if id != "" {
 		return tasks.Find(id)
 	}
-	if s := r.Session; s != nil && s.Task != "" && s.Status != "ended" {
+	if s := r.Session; s != nil && s.Task != "" && s.Status != mdstate.SessionEnded {
 		if t := tasks.Find(s.Task); t != nil && t.Status != mdstate.Done {
 			return t
 		}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package coordinator
 
 import (
@@ -82,6 +84,9 @@ func TestPauseDuringLimitWait(t *testing.T) {
 	for e := range co.Events() {
 		if e.Kind == EventWaiting {
 			co.Pause()
+		}
+		if e.Kind == EventStopped {
+			break
 		}
 	}
 	if out := <-done; out.Reason != StopPaused {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/gitctx"
 	"github.com/ralph-dev/ralph/mdstate"
 	"github.com/ralph-dev/ralph/projectdetect"
@@ -19,6 +20,9 @@ type ReportOptions struct {
 	DetectBudget  time.Duration // project scan budget; 0: projectdetect.DefaultBudget
 	Commits       int           // recent commits to list; 0: 10
 	Progress      int           // recent progress entries to parse; 0: 20
+	// Git locates the user's git configuration, for the project scan's
+	// global excludes file.
+	Git projectdetect.GitConfig
 	// NoDetect skips the project scan (ralph status does not need it all).
 	NoDetect bool
 	// NoStatus skips the work tree status.
@@ -65,7 +69,7 @@ type Report struct {
 
 // Interrupted reports whether the last session was cut short.
 func (r *Report) Interrupted() bool {
-	return r.Session != nil && r.Session.Status == "interrupted"
+	return r.Session != nil && r.Session.Status == mdstate.SessionInterrupted
 }
 
 // GitInfo is the git half of the report.
@@ -127,7 +131,7 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 	r.Project = opts.Scanned
 	if !opts.NoDetect && opts.Scanned == nil {
 		wg.Go(func() {
-			p, err := projectdetect.Detect(ctx, root, projectdetect.Options{Budget: opts.DetectBudget})
+			p, err := projectdetect.Detect(ctx, root, projectdetect.Options{Budget: opts.DetectBudget, Git: opts.Git})
 			if err != nil {
 				problem("project scan failed: " + err.Error())
 				return
@@ -162,13 +166,13 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 		r.State.Warnings = append(r.State.Warnings, warns...)
 		if s != nil {
 			r.Session = s
-			r.RecordedStatus = s.Status
+			r.RecordedStatus = string(s.Status)
 			holder, held := LockHolder(root)
 			if held {
 				r.Holder = &holder
 			}
-			if s.Status == "running" && !held {
-				s.Status = "interrupted"
+			if s.Status == mdstate.SessionRunning && !held {
+				s.Status = mdstate.SessionInterrupted
 			}
 		}
 	}
@@ -200,11 +204,11 @@ func readGit(ctx context.Context, root string, opts ReportOptions) (*GitInfo, *g
 	if !opts.NoStatus {
 		cli = make(chan cliResult, 1)
 		go func() {
-			st, err := gitctx.CLIStatus(ctx, root, opts.StatusTimeout)
+			st, err := gitctx.CLIStatus(ctx, proc.Runner{}, root, opts.StatusTimeout)
 			cli <- cliResult{st, err}
 		}()
 	}
-	repo, err := gitctx.Open(root)
+	repo, err := gitctx.Open(root, proc.Runner{})
 	if err == nil {
 		var head gitctx.Head
 		if head, err = repo.Head(); err == nil {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/gitctx"
 	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
 )
@@ -29,7 +28,7 @@ func bigRepo(b *testing.B) string {
 
 func BenchmarkStatusBig(b *testing.B) {
 	dir := bigRepo(b)
-	r, err := gitctx.Open(dir)
+	r, err := gitctx.Open(dir, gitctxtest.Runner{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +47,7 @@ func BenchmarkPlainGitStatusBig(b *testing.B) {
 	dir := bigRepo(b)
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := proc.Output(ctx, proc.Cmd{Name: "git", Args: []string{"status", "--porcelain=v2", "-z"}, Dir: dir}); err != nil {
+		if _, err := (gitctxtest.Runner{}).Output(ctx, dir, "git", "status", "--porcelain=v2", "-z"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -58,7 +57,7 @@ func BenchmarkPlainGitStatusBig(b *testing.B) {
 // why it is only a fallback (go-git/go-git#181, #327).
 func BenchmarkGoGitStatusBig(b *testing.B) {
 	dir := bigRepo(b)
-	r, err := gitctx.Open(dir)
+	r, err := gitctx.Open(dir, gitctxtest.Runner{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,7 +73,7 @@ func BenchmarkGoGitStatusBig(b *testing.B) {
 
 func BenchmarkLogBig(b *testing.B) {
 	dir := bigRepo(b)
-	r, err := gitctx.Open(dir)
+	r, err := gitctx.Open(dir, gitctxtest.Runner{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func BenchmarkLogBig(b *testing.B) {
 // file, which only every 100th commit touches: 500 commits deep.
 func BenchmarkStateCommitsBig(b *testing.B) {
 	dir := bigRepo(b)
-	r, err := gitctx.Open(dir)
+	r, err := gitctx.Open(dir, gitctxtest.Runner{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +112,7 @@ func BenchmarkOpenHeadSmall(b *testing.B) {
 		gitctxtest.Commit(b, dir, "c", i)
 	}
 	for b.Loop() {
-		r, err := gitctx.Open(dir)
+		r, err := gitctx.Open(dir, gitctxtest.Runner{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,14 +16,24 @@
 //   - Work-tree state (Status, IsDirty) is read with the git CLI when it is
 //     installed, because go-git's Worktree.Status is slow on large trees,
 //     cannot be cancelled and ignores the global gitignore
-//     (go-git/go-git#181, #327, #795). Without git it falls back to go-git,
-//     bounded by a timeout. Status never blocks past its timeout.
-//   - gitctx never writes to the repository: git runs with
-//     --no-optional-locks so a status does not take index.lock away from an
-//     agent that is committing at the same moment.
-//   - No environment variable is read by gitctx itself. The git CLI inherits
-//     ralph's environment (so the user's global config applies), and go-git's
-//     fallback status reads $HOME to find the global gitignore.
+//     (go-git/go-git#181, #327, #795). gitctx starts no process itself:
+//     the caller passes a Runner to Open and CLIStatus. Without git (or
+//     without a Runner) it falls back to go-git, bounded by a timeout.
+//     Status never blocks past its timeout.
+//   - Only Commit writes to the repository: new objects, the branch it
+//     moves and the index entries of the paths it commits, each ref and
+//     the index through git's own lock file (NAME.lock, created
+//     exclusively, synced, renamed into place), so it fails rather than
+//     race a git command at work, and a kill leaves the old file or the
+//     new one. Everything else only reads: git runs with
+//     --no-optional-locks so a status does not take index.lock away from
+//     an agent that is committing at the same moment.
+//   - No environment variable is read by gitctx itself. The git CLI gets
+//     the Runner's environment (ralph's, so the user's global config
+//     applies). go-git reads the environment in two places: the fallback
+//     status reads $HOME to find the global gitignore, and Commit reads
+//     $XDG_CONFIG_HOME and $HOME to find the author in the user's git
+//     config.
 //
 // A Repo is safe for concurrent use. go-git is not (go-git/go-git#773:
 // concurrent reads race on pack index maps and crash the process), so all
@@ -71,6 +81,7 @@ var (
 // Repo is an open repository with a work tree.
 type Repo struct {
 	root string
+	run  Runner // runs the git CLI; nil: go-git only
 
 	mu   sync.Mutex // serialises go-git access (go-git/go-git#773)
 	repo *git.Repository
@@ -90,7 +101,9 @@ type Head struct {
 
 // Open finds the repository containing dir. dir may be any directory inside
 // the work tree, including one inside a linked worktree or a submodule.
-func Open(dir string) (_ *Repo, err error) {
+// run runs the git CLI for Status and IsDirty; with a nil run they take
+// their go-git fallbacks, as when git is not installed.
+func Open(dir string, run Runner) (_ *Repo, err error) {
 	defer recovered("open "+dir, &err)
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -111,7 +124,7 @@ func Open(dir string) (_ *Repo, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", root, err)
 	}
-	r := &Repo{root: root, repo: repo}
+	r := &Repo{root: root, run: run, repo: repo}
 	if err := r.checkHead(); err != nil {
 		_ = r.Close()
 		return nil, fmt.Errorf("open %s: %w: %w", root, ErrCorrupt, err)

@@ -30,7 +30,7 @@ func newRepo(t *testing.T) string {
 
 func open(t *testing.T, dir string) *gitctx.Repo {
 	t.Helper()
-	r, err := gitctx.Open(dir)
+	r, err := gitctx.Open(dir, gt.Runner{})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
@@ -79,11 +79,11 @@ func TestOpenNotRepo(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := gitctx.Open(dir)
+	_, err := gitctx.Open(dir, gt.Runner{})
 	if !errors.Is(err, gitctx.ErrNotRepo) {
 		t.Fatalf("Open: got %v, want ErrNotRepo", err)
 	}
-	_, err = gitctx.Open(filepath.Join(dir, "missing"))
+	_, err = gitctx.Open(filepath.Join(dir, "missing"), gt.Runner{})
 	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, gitctx.ErrNotRepo) {
 		t.Fatalf("Open(missing dir): got %v, want a not-exist error", err)
 	}
@@ -108,7 +108,7 @@ func TestOpenBare(t *testing.T) {
 			} else if _, err := git.PlainInit(dir, true); err != nil {
 				t.Fatal(err)
 			}
-			_, err := gitctx.Open(filepath.Join(dir, tt.sub))
+			_, err := gitctx.Open(filepath.Join(dir, tt.sub), gt.Runner{})
 			if !errors.Is(err, gitctx.ErrBare) {
 				t.Fatalf("Open: got %v, want ErrBare", err)
 			}
@@ -168,7 +168,7 @@ func TestOpenCorrupt(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r, err := gitctx.Open(dir)
+			r, err := gitctx.Open(dir, gt.Runner{})
 			if err == nil {
 				r.Close()
 				t.Fatal("Open succeeded on a corrupt repository")
@@ -548,6 +548,17 @@ func TestStatus(t *testing.T) {
 		r := open(t, filepath.Join(dir, "dir"))
 		noGit(t)
 		check(t, r.Status(context.Background(), time.Minute), "go-git")
+	})
+	t.Run("no runner", func(t *testing.T) {
+		r, err := gitctx.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		check(t, r.Status(context.Background(), time.Minute), "go-git")
+		if _, err := gitctx.CLIStatus(context.Background(), nil, dir, time.Minute); !errors.Is(err, gitctx.ErrNoCLI) {
+			t.Errorf("CLIStatus without a runner: %v, want ErrNoCLI", err)
+		}
 	})
 }
 
@@ -984,7 +995,7 @@ func TestRepositoryFormatV1(t *testing.T) {
 	}
 
 	gt.Git(t, dir, "config", "extensions.objectFormat", "sha256")
-	_, err := gitctx.Open(dir)
+	_, err := gitctx.Open(dir, gt.Runner{})
 	if err == nil || errors.Is(err, gitctx.ErrCorrupt) || !strings.Contains(err.Error(), "unsupported repository format") {
 		t.Errorf("Open with objectFormat: %v, want an unsupported-format error", err)
 	}

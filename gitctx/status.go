@@ -18,8 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
 // DefaultStatusTimeout is used by Status when given a timeout <= 0.
@@ -57,10 +55,6 @@ var statusArgs = []string{
 	"--untracked-files=all", "--no-renames",
 }
 
-// statusGrace is how long git gets between SIGINT and SIGKILL when a
-// status times out; git status holds no lock worth a graceful exit.
-const statusGrace = 100 * time.Millisecond
-
 // Status reports uncommitted changes. It returns within timeout (<= 0 means
 // DefaultStatusTimeout) or when ctx ends, whichever is first, and never
 // fails: problems are reported as Available=false with a Reason.
@@ -77,27 +71,43 @@ func (r *Repo) Status(ctx context.Context, timeout time.Duration) Status {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	st, err := cliStatus(ctx, r.root, timeout)
+	st, err := cliStatus(ctx, r.run, r.root, timeout)
 	return r.orFallback(ctx, timeout, st, err)
 }
 
 // CLIStatus runs only the git CLI's status, in dir (any directory of the
 // work tree: porcelain paths are relative to the work tree root). It needs
 // no Repo, so a caller can start it before Open and let it run while go-git
-// reads the history; ErrNoCLI means git is not installed or failed, and
-// the caller should use Repo.StatusAfter for the go-git fallback.
-func CLIStatus(ctx context.Context, dir string, timeout time.Duration) (Status, error) {
+// reads the history; ErrNoCLI means git is not installed (or run is nil)
+// or failed, and the caller should use Repo.StatusAfter for the go-git
+// fallback.
+func CLIStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (Status, error) {
 	if timeout <= 0 {
 		timeout = DefaultStatusTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return cliStatus(ctx, dir, timeout)
+	return cliStatus(ctx, run, dir, timeout)
 }
 
 // ErrNoCLI reports that the git CLI is missing or failed, so its status is
 // not to be had; go-git's may be.
 var ErrNoCLI = errors.New("git status unavailable from the git CLI")
+
+// errNoGit reports that there is no git CLI to run: no Runner, or git is
+// not on PATH. It is not worth mentioning beside a fallback's failure.
+var errNoGit = errors.New("no git CLI")
+
+// findGit reports whether run can run git.
+func findGit(run Runner) error {
+	if run == nil {
+		return fmt.Errorf("%w: no runner given", errNoGit)
+	}
+	if _, err := run.LookPath("git"); err != nil {
+		return fmt.Errorf("%w: %w", errNoGit, err)
+	}
+	return nil
+}
 
 // StatusAfter completes a CLIStatus: it returns st, or go-git's status when
 // the CLI could not give one (err wraps ErrNoCLI).
@@ -115,7 +125,7 @@ func (r *Repo) orFallback(ctx context.Context, timeout time.Duration, st Status,
 		return st
 	}
 	fb := r.goGitStatus(ctx, timeout)
-	if !fb.Available && !errors.Is(err, proc.ErrNotFound) {
+	if !fb.Available && !errors.Is(err, errNoGit) {
 		fb.Reason += fmt.Sprintf(" (git status also failed: %v)", err)
 	}
 	return fb
@@ -125,11 +135,11 @@ func (r *Repo) orFallback(ctx context.Context, timeout time.Duration, st Status,
 // missing or failed (e.g. "detected dubious ownership" on a checkout owned
 // by another user, which go-git does not check); a timeout is a Status
 // with a Reason, not an error, since go-git would only be slower.
-func cliStatus(ctx context.Context, dir string, timeout time.Duration) (Status, error) {
-	if _, err := proc.LookPath("git"); err != nil {
+func cliStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (Status, error) {
+	if err := findGit(run); err != nil {
 		return Status{}, fmt.Errorf("%w: %w", ErrNoCLI, err)
 	}
-	out, err := runGit(ctx, dir, statusArgs...)
+	out, err := runGit(ctx, run, dir, statusArgs...)
 	if err == nil {
 		st, perr := parsePorcelainV2(out)
 		if perr != nil {
@@ -152,20 +162,21 @@ func unavailableReason(ctx context.Context, timeout time.Duration) string {
 }
 
 // runGit runs git in the work tree root and returns when it finishes or
-// as soon as ctx ends; a git that outlives ctx is killed by proc within
-// statusGrace plus proc's wait delay, without anyone waiting for it.
+// as soon as ctx ends; a git that outlives ctx is stopped by the Runner
+// without anyone waiting for it (git exits on SIGINT at once, removing
+// its lock files).
 func (r *Repo) runGit(ctx context.Context, args ...string) ([]byte, error) {
-	return runGit(ctx, r.root, args...)
+	return runGit(ctx, r.run, r.root, args...)
 }
 
-func runGit(ctx context.Context, dir string, args ...string) ([]byte, error) {
+func runGit(ctx context.Context, run Runner, dir string, args ...string) ([]byte, error) {
 	type result struct {
 		out []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := proc.Output(ctx, proc.Cmd{Name: "git", Args: args, Dir: dir, Grace: statusGrace})
+		out, err := run.Output(ctx, dir, "git", args...)
 		done <- result{out, err}
 	}()
 	select {
@@ -367,7 +378,7 @@ func (r *Repo) IsDirty(ctx context.Context, path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("is dirty: %w", err)
 	}
-	if _, err := proc.LookPath("git"); err != nil {
+	if findGit(r.run) != nil {
 		return r.dirtyByHash(clean)
 	}
 	args := append(slices.Clone(statusArgs), "--", ":(literal)"+clean)

@@ -221,16 +221,22 @@ func (p *Project) Learn(text string) error {
 		if err != nil {
 			return err
 		}
+		var written fs.FileInfo
 		if fi == nil {
-			return WriteFileAtomic(path, out, mode)
+			// Created, never replacing a file a person made meanwhile.
+			if written, err = writeDurable(path, out, mode, true); errors.Is(err, errExists) {
+				err = errChanged
+			}
+		} else {
+			written, err = writeIfUnchanged(path, s.src, out, mode)
 		}
-		err = writeIfUnchanged(path, s.src, out, mode)
 		if errors.Is(err, errChanged) && try < 3 {
 			continue
 		}
 		if err != nil {
 			return &FileError{File: AgentFile, Msg: "cannot write: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
 		}
+		p.noteWrite(AgentFile, out, written)
 		return nil
 	}
 }

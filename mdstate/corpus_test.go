@@ -171,7 +171,8 @@ func toGoldenWarnings(ws []Warning, file string) ([]goldenWarning, error) {
 type goldenChecklist struct {
 	File     string          `json:"file"`
 	Items    []goldenItem    `json:"items"`
-	Ready    []string        `json:"ready,omitempty"` // tasks only: run order
+	Ready    []string        `json:"ready,omitempty"`    // tasks only: run order
+	Guidance []Guidance      `json:"guidance,omitempty"` // tasks only: queued messages
 	Warnings []goldenWarning `json:"warnings"`
 }
 
@@ -255,6 +256,7 @@ func TestCorpusParse(t *testing.T) {
 					for _, it := range c.Ready() {
 						gc.Ready = append(gc.Ready, it.ID)
 					}
+					gc.Guidance = c.Guidance()
 				}
 				if gc.Warnings, err = toGoldenWarnings(c.Warnings, k.File); err != nil {
 					t.Error(err)
@@ -524,6 +526,19 @@ func checklistEditCases(t *testing.T, fx fixture) []editCase {
 		_, err := e.Add("And another")
 		return err
 	})})
+	if k == TasksKind {
+		cases = append(cases, editCase{"QueueGuidance(\"Use the new logger\")", edit(func(e *ChecklistEdit) error {
+			return e.QueueGuidance("Use the new logger")
+		})})
+		if g := c.Guidance(); len(g) > 0 {
+			cases = append(cases, editCase{fmt.Sprintf("DropGuidance(%q) + QueueGuidance(\"Use the new logger\")", g[0].Text), edit(func(e *ChecklistEdit) error {
+				if err := e.DropGuidance([]string{g[0].Text}); err != nil {
+					return err
+				}
+				return e.QueueGuidance("Use the new logger")
+			})})
+		}
+	}
 	return cases
 }
 

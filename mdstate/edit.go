@@ -81,6 +81,8 @@ type ChecklistEdit struct {
 	trail []Edit
 	// session is the session section the edit writes, if any.
 	session *Session
+	// guidance is what the edit does to the guidance section, if anything.
+	guidance *guidanceEdit
 }
 
 // Edit starts a set of changes. Items without a written ID get theirs
@@ -366,7 +368,7 @@ func endsWithBlankLine(b []byte) bool {
 }
 
 // Changed reports whether the edit changes any byte.
-func (e *ChecklistEdit) Changed() bool { return len(e.edits) > 0 }
+func (e *ChecklistEdit) Changed() bool { return len(e.edits) > 0 || e.guidance.changed() }
 
 // Bytes splices the edits, re-parses the result and checks that every item
 // means what it should. It never returns bytes that fail that check.
@@ -383,7 +385,11 @@ func (e *ChecklistEdit) Bytes() ([]byte, *Checklist, error) {
 }
 
 func (e *ChecklistEdit) bytes() ([]byte, *Checklist, error) {
-	out, err := splice(e.c.src.src, append(slices.Clone(e.edits), e.trail...))
+	edits := append(slices.Clone(e.edits), e.trail...)
+	if e.guidance != nil {
+		edits = append(edits, e.guidance.drops(e.c)...)
+	}
+	out, err := splice(e.c.src.src, edits)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -411,6 +417,15 @@ func (e *ChecklistEdit) bytes() ([]byte, *Checklist, error) {
 		// kept from the file (SetSession).
 		if got == nil || !bytes.Equal(got.render(eol), e.session.render(eol)) {
 			return nil, nil, fmt.Errorf("%w: %s would not hold the session as written", ErrVerify, e.c.Kind.File)
+		}
+	}
+	if e.guidance != nil {
+		var got []string
+		for _, g := range after.Guidance() {
+			got = append(got, g.Text)
+		}
+		if want := e.guidance.want(); !slices.Equal(got, want) {
+			return nil, nil, fmt.Errorf("%w: %s would queue the guidance %q instead of %q", ErrVerify, e.c.Kind.File, got, want)
 		}
 	}
 	return out, after, nil

@@ -365,9 +365,9 @@ func FuzzSetSession(f *testing.F) {
 		if err != nil {
 			return // writing IDs is FuzzEdits' business
 		}
-		s := &Session{ID: "20261122-100312", Status: "running", Phase: "agent", Iteration: int(variant), Task: "T1"}
+		s := &Session{ID: "20261122-100312", Status: SessionRunning, Phase: PhaseAgent, Iteration: int(variant), Task: "T1"}
 		if variant%2 == 1 {
-			s.Status, s.Phase, s.Reason = "paused", "", "interrupted"
+			s.Status, s.Phase, s.Reason = SessionPaused, "", "interrupted"
 			s.Result = &IterationResult{Outcome: "done", TokensIn: 5, TokensOut: 1}
 		}
 		write := func(in []byte, c *Checklist) ([]byte, bool) {

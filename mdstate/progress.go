@@ -561,8 +561,8 @@ func (p *Project) AppendProgress(e Entry) error {
 			return err
 		}
 	} else if errors.Is(err, fs.ErrNotExist) {
-		if err := WriteFileAtomic(path, []byte(Templates[ProgressFile]), 0o644); err != nil {
-			return fmt.Errorf("create %s: %w", ProgressFile, err)
+		if _, err := p.createLocked(ProgressFile, []byte(Templates[ProgressFile])); err != nil {
+			return err
 		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
@@ -603,6 +603,7 @@ func (p *Project) AppendProgress(e Entry) error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
+	p.noteAppend(f, size+int64(len(text)))
 	_ = os.Remove(p.journalPath())
 	p.extendIndex(f, fi, text, lastN > 0 && last[1] != '\n')
 	return nil
@@ -685,6 +686,7 @@ func (p *Project) recoverJournal() error {
 		if err := f.Sync(); err != nil {
 			return err
 		}
+		p.noteAppend(f, off+int64(len(text)))
 	default:
 		// The file changed since (a person edited it). Unless the entry
 		// is there, add it at the end.
@@ -700,6 +702,7 @@ func (p *Project) recoverJournal() error {
 			if err := f.Sync(); err != nil {
 				return err
 			}
+			p.noteAppend(f, size+int64(len(text)))
 		}
 	}
 	return os.Remove(p.journalPath())

@@ -2,8 +2,10 @@ package mdstate
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,6 +70,9 @@ type Project struct {
 	// so a coordinator that edits in a loop parses once per edit (the
 	// check of its own write) instead of twice.
 	parsed map[string]*Checklist
+	// own is what ralph's last write through this Project left in each
+	// file, so that a watcher can tell its own writes from a person's.
+	own map[string]ownWrite
 }
 
 // checklist parses data, or returns the parse of identical bytes.
@@ -169,12 +174,14 @@ func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*
 		if err := checkWritable(kind.File, fi); err != nil {
 			return c, err
 		}
-		switch err := writeIfUnchanged(path, data, out, fi.Mode()); {
+		written, err := writeIfUnchanged(path, data, out, fi.Mode())
+		switch {
 		case errors.Is(err, errChanged) && try < 3:
 			continue
 		case err != nil:
 			return c, &FileError{File: kind.File, Msg: "cannot write: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
 		}
+		p.noteWrite(kind.File, out, written)
 		p.remember(after)
 		return after, nil
 	}
@@ -192,24 +199,39 @@ func checkWritable(name string, fi fs.FileInfo) error {
 var errChanged = errors.New("file changed while ralph was editing it")
 
 // writeIfUnchanged replaces the file at path with data, unless its bytes
-// are no longer old.
-func writeIfUnchanged(path string, old, data []byte, mode fs.FileMode) error {
+// are no longer old. It returns what the new file is (writeDurable).
+func writeIfUnchanged(path string, old, data []byte, mode fs.FileMode) (fs.FileInfo, error) {
 	cur, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !bytes.Equal(cur, old) {
-		return errChanged
+		return nil, errChanged
 	}
-	return WriteFileAtomic(path, data, mode)
+	return writeDurable(path, data, mode, false)
 }
 
 // WriteFileAtomic writes data to path so that a crash at any instant leaves
 // either the old file or the new one, never a mix or a truncated file: a
 // temporary file in the same folder, fsync, rename over the target, fsync
 // the folder (the rule restic follows). A symlink is followed, so the link
-// stays a link. The file gets mode perm.
+// stays a link. The file gets mode perm. State files are written through a
+// Project instead, which remembers what it wrote; this is for ralph's own
+// files (backups, .gitignore).
 func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	_, err := writeDurable(path, data, perm, false)
+	return err
+}
+
+// errExists reports that writeDurable, asked to create a file, found one.
+var errExists = errors.New("file exists")
+
+// writeDurable is WriteFileAtomic; with create, it fails with errExists
+// rather than replace a file (or anything else) at path. It returns the
+// new file's info, taken from the temporary file before it is renamed
+// (its inode, size and mtime are the target's): a stat of path afterwards
+// could see a person's save that came in between.
+func writeDurable(path string, data []byte, perm fs.FileMode, create bool) (fs.FileInfo, error) {
 	if target, err := filepath.EvalSymlinks(path); err == nil {
 		path = target
 	}
@@ -219,7 +241,7 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".ralph-*")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tmp := f.Name()
 	ok := false
@@ -230,22 +252,51 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return err
+		return nil, err
 	}
 	if err := f.Chmod(perm.Perm()); err != nil {
-		return err
+		return nil, err
 	}
 	if err := f.Sync(); err != nil {
-		return err
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
+	if create {
+		if err := linkNew(tmp, path); err != nil {
+			return nil, err
+		}
+		_ = os.Remove(tmp)
+	} else if err := os.Rename(tmp, path); err != nil {
+		return nil, err
 	}
 	ok = true
-	return syncDir(dir)
+	return fi, syncDir(dir)
+}
+
+// linkNew puts the file tmp at path unless something is there. A hard
+// link fails when path exists, so a file a person created a moment ago is
+// never replaced. On a file system without hard links it falls back to a
+// look and a rename, which only a person's save in between can defeat
+// (other ralph writers wait for the state lock).
+func linkNew(tmp, path string) error {
+	switch err := os.Link(tmp, path); {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return errExists
+	}
+	if _, lerr := os.Lstat(path); lerr == nil {
+		return errExists
+	} else if !errors.Is(lerr, fs.ErrNotExist) {
+		return lerr
+	}
+	return os.Rename(tmp, path)
 }
 
 func syncDir(dir string) error {
@@ -301,4 +352,207 @@ func (p *Project) lockState() (func(), error) {
 		return func() {}, nil
 	}
 	return lockFile(filepath.Join(dir, "state.lock"))
+}
+
+// checkName accepts the name of a file in the project root (a state file,
+// or another of ralph's such as .gitignore), never a path leading out.
+func checkName(name string) error {
+	if name == "" || !filepath.IsLocal(name) {
+		return fmt.Errorf("%q is not a file name in the project root", name)
+	}
+	return nil
+}
+
+// CreateFile writes a new state file atomically and durably, only if none
+// exists (it reports false then).
+func (p *Project) CreateFile(name string, data []byte) (created bool, err error) {
+	if err := checkName(name); err != nil {
+		return false, err
+	}
+	unlock, err := p.lockState()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if err := p.recoverLocked(); err != nil {
+		return false, err
+	}
+	return p.createLocked(name, data)
+}
+
+func (p *Project) createLocked(name string, data []byte) (bool, error) {
+	fi, err := writeDurable(p.Path(name), data, 0o644, true)
+	if errors.Is(err, errExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &FileError{File: name, Msg: "cannot create: " + unwrapPathErr(err), Hint: "check the permissions of the folder"}
+	}
+	p.noteWrite(name, data, fi)
+	return true, nil
+}
+
+// EnsureFile creates name from Templates[name] if it is missing.
+func (p *Project) EnsureFile(name string) (created bool, err error) {
+	tmpl, ok := Templates[name]
+	if !ok {
+		return false, fmt.Errorf("%s has no template", name)
+	}
+	return p.CreateFile(name, []byte(tmpl))
+}
+
+// ReplaceFile replaces a state file's bytes atomically and durably, keeping
+// its mode (restore). A missing file is created (mode 0644); a read-only
+// one is refused, as by every other write.
+func (p *Project) ReplaceFile(name string, data []byte) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	unlock, err := p.lockState()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := p.recoverLocked(); err != nil {
+		return err
+	}
+	path := p.Path(name)
+	mode := fs.FileMode(0o644)
+	switch fi, err := os.Stat(path); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return &FileError{File: name, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
+	case fi.IsDir():
+		return &FileError{File: name, Msg: "is a directory, not a file", Hint: "move it out of the way first"}
+	default:
+		if err := checkWritable(name, fi); err != nil {
+			return err
+		}
+		mode = fi.Mode()
+	}
+	written, err := writeDurable(path, data, mode, false)
+	if err != nil {
+		return &FileError{File: name, Msg: "cannot write: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
+	}
+	p.noteWrite(name, data, written)
+	return nil
+}
+
+// ownWrite is what ralph's last write of one file left there: the file
+// itself (its inode, on Windows its file ID) and a hash of its bytes. For
+// the append-only progress log, whose whole hash would cost a read of the
+// whole log, it is a hash of the last tailBytes bytes, and the size and
+// mtime stand for the rest: an append changes the size, and an edit
+// anywhere the mtime.
+type ownWrite struct {
+	fi   fs.FileInfo // as written, for os.SameFile
+	size int64
+	tail bool // sum covers the last tailBytes bytes, not the whole file
+	sum  [sha256.Size]byte
+}
+
+// tailBytes is how much of the progress log's end the own-write record
+// hashes: a few entries, so that an edit of the last ones is seen even
+// within the mtime's resolution.
+const tailBytes = 4 << 10
+
+// sameFile reports whether fi is the file w was recorded from: the same
+// file (a rename-save, as vim and most editors do, makes a new one), the
+// same size, and for the progress log the same mtime.
+func (w ownWrite) sameFile(fi fs.FileInfo) bool {
+	return os.SameFile(w.fi, fi) && fi.Size() == w.size &&
+		(!w.tail || fi.ModTime().Equal(w.fi.ModTime()))
+}
+
+// noteWrite records a whole-file write of data; fi is the written file.
+func (p *Project) noteWrite(name string, data []byte, fi fs.FileInfo) {
+	p.setOwn(name, ownWrite{fi: fi, size: fi.Size(), sum: sha256.Sum256(data)})
+}
+
+// noteAppend records the progress log as an append through f left it,
+// ending at end: its identity and its last tailBytes bytes. It costs a
+// stat and one small read, whatever the log's size.
+func (p *Project) noteAppend(f *os.File, end int64) {
+	fi, err := f.Stat()
+	if err != nil {
+		p.forgetOwn(ProgressFile)
+		return
+	}
+	sum, err := tailSum(f, end)
+	if err != nil {
+		p.forgetOwn(ProgressFile)
+		return
+	}
+	p.setOwn(ProgressFile, ownWrite{fi: fi, size: end, tail: true, sum: sum})
+}
+
+// tailSum hashes the tailBytes bytes of f that end at end.
+func tailSum(f *os.File, end int64) ([sha256.Size]byte, error) {
+	n := min(end, tailBytes)
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, end-n); err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(buf), nil
+}
+
+func (p *Project) setOwn(name string, w ownWrite) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.own == nil {
+		p.own = map[string]ownWrite{}
+	}
+	p.own[name] = w
+}
+
+// forgetOwn drops the record of a write whose result ralph could not read
+// back: the next check then says "not written by this Project" rather
+// than guess.
+func (p *Project) forgetOwn(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.own, name)
+}
+
+// ChangedSinceOwnWrite reports whether the file on disk is no longer what
+// ralph's last write through this Project left there (false with ok=false
+// when this Project has not written it). A file deleted since, replaced by
+// a rename (an editor's save, even of the same bytes), or with other bytes
+// has changed. It reads the whole file, except for the progress log, of
+// which it reads the last few KiB.
+func (p *Project) ChangedSinceOwnWrite(name string) (changed, ok bool, err error) {
+	p.mu.Lock()
+	w, ok := p.own[name]
+	p.mu.Unlock()
+	if !ok {
+		return false, false, nil
+	}
+	f, err := os.Open(p.Path(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, true, nil
+	}
+	if err != nil {
+		return false, true, fmt.Errorf("read %s: %w", name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, true, fmt.Errorf("read %s: %w", name, err)
+	}
+	if !fi.Mode().IsRegular() || !w.sameFile(fi) {
+		return true, true, nil
+	}
+	var sum [sha256.Size]byte
+	if w.tail {
+		sum, err = tailSum(f, fi.Size())
+	} else {
+		h := sha256.New()
+		if _, err = io.Copy(h, f); err == nil {
+			copy(sum[:], h.Sum(nil))
+		}
+	}
+	if err != nil {
+		return false, true, fmt.Errorf("read %s: %w", name, err)
+	}
+	return sum != w.sum, true, nil
 }

@@ -35,8 +35,8 @@ import (
 // coordinator needs to resume after a crash.
 type Session struct {
 	ID            string
-	Status        string // running, paused, interrupted, ended
-	Phase         string // e.g. selecting, agent, writing
+	Status        SessionStatus
+	Phase         Phase // empty between iterations
 	Iteration     int
 	MaxIterations int // 0: no limit
 	Task          string
@@ -70,6 +70,37 @@ type Session struct {
 	// Extra keeps lines ralph does not know, in order, so they survive.
 	Extra []Field
 }
+
+// SessionStatus is where a session stands, written as "- status: running".
+type SessionStatus string
+
+// The session statuses.
+const (
+	// SessionRunning: a coordinator works on it. Recorded so, but with no
+	// ralph holding the project's lock, it was interrupted.
+	SessionRunning SessionStatus = "running"
+	// SessionPaused: stopped on purpose (Ctrl-C, pause), to be resumed.
+	SessionPaused SessionStatus = "paused"
+	// SessionInterrupted: stopped by a crash or a kill; what status and
+	// context report for a running session whose ralph is gone.
+	SessionInterrupted SessionStatus = "interrupted"
+	// SessionEnded: over, with its reason; a new run starts a new session.
+	SessionEnded SessionStatus = "ended"
+)
+
+// Phase is what a running session is doing within an iteration, written as
+// "- phase: agent". A crash's recovery reads it to know what was cut
+// short. The empty phase is none: between iterations, or stopped.
+type Phase string
+
+// The phases, in the order an iteration goes through them.
+const (
+	PhaseStarting Phase = "starting" // the session is being set up or recovered
+	PhaseAgent    Phase = "agent"    // a child agent runs
+	PhaseWriting  Phase = "writing"  // the outcome is saved; its progress entry is being written
+	PhaseWaiting  Phase = "waiting"  // waiting for a usage or rate limit to reset
+	PhaseEnding   Phase = "ending"   // the session is being ended
+)
 
 // IterationResult is what one iteration came to: written in the session
 // block as "- result: done, 1200 in, 300 out, $0.0123, 12s".
@@ -204,9 +235,9 @@ func (s *Session) apply(key, val string) error {
 	case "id":
 		s.ID = val
 	case "status":
-		s.Status = strings.ToLower(val)
+		s.Status = SessionStatus(strings.ToLower(val))
 	case "phase":
-		s.Phase = val
+		s.Phase = Phase(val)
 	case "iteration":
 		cur, max, _ := strings.Cut(val, " of ")
 		if s.Iteration, err = strconv.Atoi(strings.TrimSpace(cur)); err != nil {
@@ -323,8 +354,8 @@ func (s *Session) fields() []Field {
 		}
 	}
 	kv("id", s.ID)
-	kv("status", s.Status)
-	kv("phase", s.Phase)
+	kv("status", string(s.Status))
+	kv("phase", string(s.Phase))
 	it := strconv.Itoa(s.Iteration)
 	if s.MaxIterations > 0 {
 		it += " of " + strconv.Itoa(s.MaxIterations)

@@ -8,7 +8,7 @@ import (
 
 func testSession() *Session {
 	return &Session{
-		ID: "20261122-100312", Status: "running", Phase: "agent", Iteration: 3, MaxIterations: 20,
+		ID: "20261122-100312", Status: SessionRunning, Phase: PhaseAgent, Iteration: 3, MaxIterations: 20,
 		Task: "T2", TokensIn: 12034, TokensOut: 3201, CostUSD: 0.4123, Done: 2, Commits: 1, Baseline: "3f9c2e1a",
 		Agent: "claude", Model: "sonnet",
 		Started: time.Date(2026, 11, 22, 10, 3, 12, 0, time.UTC), Updated: time.Date(2026, 11, 22, 10, 15, 40, 0, time.UTC),
@@ -97,7 +97,7 @@ func TestSessionRoundTrip(t *testing.T) {
 func TestSessionBadValuesWarn(t *testing.T) {
 	c, _ := ParseChecklist(TasksKind, []byte("## Session\n\n- iteration: three\n- status: running\n- result: done, 12 in\n- result: done, x in, 1 out, $0, 1s\n"))
 	s, warns := c.Session()
-	if s == nil || s.Status != "running" || s.Result != nil || len(warns) != 3 || warns[0].Line != 3 || warns[1].Line != 5 {
+	if s == nil || s.Status != SessionRunning || s.Result != nil || len(warns) != 3 || warns[0].Line != 3 || warns[1].Line != 5 {
 		t.Fatalf("session %+v, warnings %v", s, warns)
 	}
 }
@@ -117,7 +117,7 @@ func TestSetSessionKeepsPersonsText(t *testing.T) {
 		"- check the logs before resuming\n" +
 		"  - nested detail\n" +
 		"- iteration: 3\n"
-	s := &Session{ID: "20261122-100312", Status: "paused", Iteration: 4, Reason: "interrupted"}
+	s := &Session{ID: "20261122-100312", Status: SessionPaused, Iteration: 4, Reason: "interrupted"}
 	out := sessionEdit(t, before, func(e *ChecklistEdit) error { return e.SetSession(s) })
 	want := "# Tasks\n\n- [ ] T1: One\n\n## Session\n\n" +
 		"- id: 20261122-100312\n" +
@@ -137,7 +137,7 @@ func TestSetSessionKeepsPersonsText(t *testing.T) {
 	}
 	c, _ := ParseChecklist(TasksKind, []byte(out))
 	got, _ := c.Session()
-	if got.Status != "paused" || got.Iteration != 4 || got.Reason != "interrupted" || len(got.Extra) != 1 || got.Extra[0].Key != "owner" || got.Extra[0].Value != "ana" {
+	if got.Status != SessionPaused || got.Iteration != 4 || got.Reason != "interrupted" || len(got.Extra) != 1 || got.Extra[0].Key != "owner" || got.Extra[0].Value != "ana" {
 		t.Fatalf("read back %+v", got)
 	}
 	// The next write, of the same session, changes nothing.
@@ -167,7 +167,7 @@ func writeSessionTwice(t *testing.T, s *Session, in, want string) {
 // Cases from a review: each file is written twice with the same session,
 // and must keep every line a person wrote, in place, and settle at once.
 func TestSetSessionInPlace(t *testing.T) {
-	s := &Session{ID: "X1", Status: "paused", Iteration: 4, Reason: "interrupted"}
+	s := &Session{ID: "X1", Status: SessionPaused, Iteration: 4, Reason: "interrupted"}
 	for _, tc := range []struct{ name, in, want string }{
 		{"a quote's empty last line",
 			"## Session\n\n- status: running\n  > quote\n  >\n- owner: ana\n",
@@ -207,7 +207,7 @@ func TestSetSessionKeepsUnreadableLine(t *testing.T) {
 	const in = "## Session\n\n- status: running\n- done: the docs, with Ana\n"
 	c, _ := ParseChecklist(TasksKind, []byte(in))
 	e := c.Edit()
-	if err := e.SetSession(&Session{ID: "X1", Status: "paused", Done: 2}); err != nil {
+	if err := e.SetSession(&Session{ID: "X1", Status: SessionPaused, Done: 2}); err != nil {
 		t.Fatal(err)
 	}
 	out, after, err := e.Bytes()
@@ -227,7 +227,7 @@ func TestSetSessionKeepsUnreadableLine(t *testing.T) {
 // More cases from a second review: a dropped item with text under it, a
 // first item with a nested list, and a person's list above ralph's.
 func TestSetSessionDropsSafely(t *testing.T) {
-	s := &Session{ID: "X1", Status: "running", Iteration: 4}
+	s := &Session{ID: "X1", Status: SessionRunning, Iteration: 4}
 	for _, tc := range []struct{ name, in, want string }{
 		{"a dropped item with a lazy line under it, in a loose list",
 			"## Session\n\n- id: X1\n\n- reason: interrupted\nsee log\n\n- status: running\n",
@@ -255,7 +255,7 @@ func TestSetSessionUnreadableValues(t *testing.T) {
 		in := "## Session\n\n- id: 1\n- status: running\n" + line + "\n"
 		c, _ := ParseChecklist(TasksKind, []byte(in))
 		e := c.Edit()
-		want := &Session{ID: "1", Status: "paused", Iteration: 7, TokensIn: 3, TokensOut: 2, CostUSD: 0.5, Result: &IterationResult{Outcome: "done", TokensIn: 3, TokensOut: 2}}
+		want := &Session{ID: "1", Status: SessionPaused, Iteration: 7, TokensIn: 3, TokensOut: 2, CostUSD: 0.5, Result: &IterationResult{Outcome: "done", TokensIn: 3, TokensOut: 2}}
 		if err := e.SetSession(want); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin && !freebsd && !netbsd
 
 package mdstate
 
@@ -9,6 +9,6 @@ type fileID struct {
 	ctime    int64
 }
 
-// statID is Linux-only for now; elsewhere the progress index is not used
-// and every read scans the log.
+// statID has no stat fields to read here (Windows, the other BSDs): the
+// progress index is not used and every read scans the log.
 func statID(fi fs.FileInfo) (fileID, bool) { return fileID{}, false }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
 )
 
 // writeTree expands a txtar-style archive into dir: each "-- path --" line
@@ -54,12 +52,20 @@ func writeTree(t testing.TB, dir, archive string) {
 	flush()
 }
 
-// detectArchive writes archive into a fresh directory and detects it.
+// detectArchive writes archive into a fresh directory and detects it. The
+// zero Options.Git keeps the machine's git configuration out: a
+// developer's global excludes file would hide fixture files.
 func detectArchive(t testing.TB, archive string) *Project {
+	t.Helper()
+	return detectArchiveGit(t, archive, GitConfig{})
+}
+
+// detectArchiveGit is detectArchive with git configuration found through g.
+func detectArchiveGit(t testing.TB, archive string, g GitConfig) *Project {
 	t.Helper()
 	dir := t.TempDir()
 	writeTree(t, dir, archive)
-	p, err := Detect(context.Background(), dir, Options{Budget: 10 * time.Second})
+	p, err := Detect(context.Background(), dir, Options{Budget: 10 * time.Second, Git: g})
 	if err != nil {
 		t.Fatalf("Detect: %v", err)
 	}
@@ -82,7 +88,3 @@ func typeStrings(types []Type) []string {
 	}
 	return out
 }
-
-// TestMain keeps the machine's git configuration out of the tests: a
-// developer's global excludes file would hide fixture files.
-func TestMain(m *testing.M) { os.Exit(gitctxtest.RunWithoutGitConfig(m)) }

@@ -178,10 +178,7 @@ module y
 // .git/info/exclude and .gitignore (which can re-include).
 func TestGlobalExcludes(t *testing.T) {
 	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_CONFIG_HOME", "")
-	t.Setenv("GIT_CONFIG_GLOBAL", "")
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	git := GitConfig{Home: home}
 	write := func(path, data string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -206,7 +203,7 @@ module x
 {"scripts": {"test": "jest"}}
 `
 	files := func() []string {
-		p := detectArchive(t, tree)
+		p := detectArchiveGit(t, tree, git)
 		var top []string
 		for _, e := range p.Summary.TopLevel {
 			top = append(top, e.Name)
@@ -235,7 +232,7 @@ module x
 	}
 
 	// The repository's own config wins; a relative path is from the root.
-	p := detectArchive(t, tree+"-- .git/config --\n[core]\n\texcludesfile = local-ignore\n-- local-ignore --\nmain.go\n")
+	p := detectArchiveGit(t, tree+"-- .git/config --\n[core]\n\texcludesfile = local-ignore\n-- local-ignore --\nmain.go\n", git)
 	var top []string
 	for _, e := range p.Summary.TopLevel {
 		top = append(top, e.Name)
@@ -243,5 +240,45 @@ module x
 	want = []string{".gitignore", ".idea", "go.mod", "keep.scratch", "local-ignore", "notes.scratch", "scratch-web"}
 	if !slices.Equal(top, want) {
 		t.Fatalf("the repository's core.excludesFile: %q, want %q", top, want)
+	}
+
+	// GIT_CONFIG_GLOBAL replaces ~/.gitconfig (and the XDG config), and
+	// the system config counts below it.
+	system := filepath.Join(t.TempDir(), "gitconfig")
+	write(system, "[core]\n\texcludesFile = "+filepath.Join(home, "system ignore")+"\n")
+	write(filepath.Join(home, "system ignore"), "main.go\n")
+	git = GitConfig{Home: home, Global: filepath.Join(t.TempDir(), "global"), System: system}
+	want = []string{".gitignore", ".idea", "go.mod", "keep.scratch", "notes.scratch", "scratch-web"}
+	if got := files(); !slices.Equal(got, want) {
+		t.Fatalf("system config under an empty GIT_CONFIG_GLOBAL: %q, want %q", got, want)
+	}
+	write(git.Global, "[core]\n\texcludesFile = ~/my ignore\n")
+	want = []string{".gitignore", ".idea", "go.mod", "keep.scratch", "main.go", "notes.scratch"}
+	if got := files(); !slices.Equal(got, want) {
+		t.Fatalf("GIT_CONFIG_GLOBAL over the system config: %q, want %q", got, want)
+	}
+}
+
+// GitConfigFromEnv maps git's environment variables to GitConfig, so the
+// entry point that reads them need not know git's rules.
+func TestGitConfigFromEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want GitConfig
+	}{
+		{"empty", nil, GitConfig{System: "/etc/gitconfig"}},
+		{"unix", map[string]string{"HOME": "/home/a", "XDG_CONFIG_HOME": "/x", "GIT_CONFIG_GLOBAL": "/g"},
+			GitConfig{Home: "/home/a", XDGConfigHome: "/x", Global: "/g", System: "/etc/gitconfig"}},
+		{"windows home", map[string]string{"USERPROFILE": `C:\Users\a`}, GitConfig{Home: `C:\Users\a`, System: "/etc/gitconfig"}},
+		{"HOME wins", map[string]string{"HOME": "/h", "USERPROFILE": "/u"}, GitConfig{Home: "/h", System: "/etc/gitconfig"}},
+		{"system file", map[string]string{"GIT_CONFIG_SYSTEM": "/s"}, GitConfig{System: "/s"}},
+		{"no system", map[string]string{"GIT_CONFIG_SYSTEM": "/s", "GIT_CONFIG_NOSYSTEM": "1"}, GitConfig{}},
+	}
+	for _, tt := range tests {
+		got := GitConfigFromEnv(func(k string) string { return tt.env[k] })
+		if got != tt.want {
+			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -6,7 +6,10 @@
 // The contract:
 //
 //   - Detect reads files and lists directories; it never runs programs,
-//     never reads environment variables and never writes anything.
+//     never reads environment variables and never writes anything. What
+//     git would learn from the environment (where the user's git
+//     configuration lives) comes in Options.Git, which the program's entry
+//     point fills with GitConfigFromEnv.
 //   - The walk is breadth-first and bounded by Options.Budget (wall clock)
 //     and Options.MaxFiles. When either runs out, or ctx is done, the walk
 //     stops and the result says so in Truncated and TruncatedReason; it is
@@ -18,7 +21,8 @@
 //     and nested, with negation), .git/info/exclude, and a fixed list of
 //     vendored, generated and cache directories (node_modules, vendor,
 //     target, .venv, ...). The root is taken as the top of the ignore
-//     hierarchy; the user's global git excludes file is read too.
+//     hierarchy; the global excludes file that Options.Git leads to is
+//     read too.
 //   - Projects are not reported from hidden or underscored directories or
 //     test fixture trees (testdata, fixtures), whose files are still
 //     counted: their manifests describe test inputs or tooling, not the
@@ -55,6 +59,46 @@ const (
 type Options struct {
 	Budget   time.Duration // wall-clock budget for the directory walk; 0 means 300ms
 	MaxFiles int           // file budget; 0 means 200,000
+	// Git locates the system's and the user's git configuration, for the
+	// global excludes file. The zero value locates none: only the
+	// repository's own config and .git/info/exclude are read.
+	Git GitConfig
+}
+
+// GitConfig is where git finds the configuration files above a
+// repository's own, which it learns from its environment.
+type GitConfig struct {
+	Home          string // the user's home: ~ in paths, ~/.gitconfig; "" none
+	XDGConfigHome string // $XDG_CONFIG_HOME; "" means Home/.config
+	Global        string // $GIT_CONFIG_GLOBAL, replacing ~/.gitconfig and the XDG file; "" none
+	System        string // the system config file; "" none
+}
+
+// systemGitConfig is the system config file of a git built with the
+// usual prefix (Linux distributions, Xcode's git).
+const systemGitConfig = "/etc/gitconfig"
+
+// GitConfigFromEnv reads, through getenv (os.Getenv at the program's
+// entry point), the variables git uses to find its configuration: HOME
+// (USERPROFILE when HOME is unset, as on Windows), XDG_CONFIG_HOME,
+// GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM and GIT_CONFIG_NOSYSTEM.
+func GitConfigFromEnv(getenv func(string) string) GitConfig {
+	g := GitConfig{
+		Home:          getenv("HOME"),
+		XDGConfigHome: getenv("XDG_CONFIG_HOME"),
+		Global:        getenv("GIT_CONFIG_GLOBAL"),
+		System:        systemGitConfig,
+	}
+	if g.Home == "" {
+		g.Home = getenv("USERPROFILE")
+	}
+	if s := getenv("GIT_CONFIG_SYSTEM"); s != "" {
+		g.System = s
+	}
+	if getenv("GIT_CONFIG_NOSYSTEM") != "" {
+		g.System = ""
+	}
+	return g
 }
 
 // Project is what Detect found under Root.

@@ -75,6 +75,7 @@ type dirNode struct {
 type walker struct {
 	ctx      context.Context
 	root     string
+	git      GitConfig
 	budget   time.Duration
 	deadline time.Time
 	maxFiles int
@@ -98,6 +99,7 @@ func newWalker(ctx context.Context, root string, start time.Time, opts Options) 
 	return &walker{
 		ctx:       ctx,
 		root:      root,
+		git:       opts.Git,
 		budget:    opts.Budget,
 		deadline:  start.Add(opts.Budget),
 		maxFiles:  opts.MaxFiles,
@@ -288,7 +290,7 @@ func (w *walker) excludeRules() []ignoreRule {
 		}
 	}
 	var rules []ignoreRule
-	if path := globalExcludesFile(w.root, gitDir); path != "" {
+	if path := w.git.excludesFile(w.root, gitDir); path != "" {
 		if data, err := readSmall(path); err == nil {
 			rules = parseIgnore(data, 0)
 		}
@@ -299,24 +301,22 @@ func (w *walker) excludeRules() []ignoreRule {
 	return rules
 }
 
-// globalExcludesFile is the excludes file git reads for every repository:
+// excludesFile is the excludes file git reads for every repository:
 // core.excludesFile from the system's, the user's or the repository's git
 // config (the last one set wins, as in git), else
 // $XDG_CONFIG_HOME/git/ignore, which defaults to ~/.config/git/ignore.
-// GIT_CONFIG_GLOBAL and GIT_CONFIG_NOSYSTEM are honoured; include
-// directives are not followed.
-func globalExcludesFile(root, gitDir string) string {
-	home, _ := os.UserHomeDir()
-	xdg := os.Getenv("XDG_CONFIG_HOME")
+// Include directives are not followed.
+func (g GitConfig) excludesFile(root, gitDir string) string {
+	home, xdg := g.Home, g.XDGConfigHome
 	if xdg == "" && home != "" {
 		xdg = filepath.Join(home, ".config")
 	}
 	var configs []string
-	if os.Getenv("GIT_CONFIG_NOSYSTEM") == "" {
-		configs = append(configs, "/etc/gitconfig")
+	if g.System != "" {
+		configs = append(configs, g.System)
 	}
-	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
-		configs = append(configs, g)
+	if g.Global != "" {
+		configs = append(configs, g.Global)
 	} else {
 		if xdg != "" {
 			configs = append(configs, filepath.Join(xdg, "git", "config"))

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -578,9 +580,9 @@ func crashPhase(s *mdstate.Session, log *mdstate.Log) string {
 		}
 		return "writing-entry"
 	case s.Phase == "":
-		return s.Status
+		return string(s.Status)
 	}
-	return s.Phase
+	return string(s.Phase)
 }
 
 // crashAlive reports whether pid runs and is not a zombie.

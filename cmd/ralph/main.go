@@ -10,7 +10,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/ralph-dev/ralph/cmd/ralph/internal/cli"
 )
@@ -33,7 +33,6 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "ralph: %v\n", err)
 		return cli.ExitFailure
 	}
-	_, ttyErr := unix.IoctlGetTermios(int(os.Stderr.Fd()), unix.TCGETS)
-	streams := cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrTTY: ttyErr == nil}
+	streams := cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrTTY: term.IsTerminal(int(os.Stderr.Fd()))}
 	return cli.Main(ctx, os.Args[1:], streams, env)
 }

@@ -81,16 +81,19 @@ type Event struct {
 // Usage counts tokens: In includes cache reads and cache creation.
 type Usage struct{ In, Out int64 }
 
+// ErrorKind says why a run failed; "" when it did not.
+type ErrorKind string
+
 // The values of Result.ErrorKind.
 const (
-	KindAPIError    = "api_error"   // the model API failed (connection, 5xx, auth…)
-	KindRateLimit   = "rate_limit"  // 429/529 or a usage limit: wait (until ResetAt if known), don't burn an attempt
-	KindMaxTurns    = "max_turns"   // the CLI's turn limit ended the run
-	KindCrashed     = "crashed"     // the child died or failed without a result
-	KindTimeout     = "timeout"     // Request.Timeout passed; ralph stopped the child
-	KindNoOutput    = "no_output"   // no stdout for Request.NoOutputTimeout; ralph stopped the child
-	KindBadOutput   = "bad_output"  // the child exited 0 but its output had no result
-	KindInterrupted = "interrupted" // the caller's context was cancelled; ralph stopped the child
+	KindAPIError    ErrorKind = "api_error"   // the model API failed (connection, 5xx, auth…)
+	KindRateLimit   ErrorKind = "rate_limit"  // 429/529 or a usage limit: wait (until ResetAt if known), don't burn an attempt
+	KindMaxTurns    ErrorKind = "max_turns"   // the CLI's turn limit ended the run
+	KindCrashed     ErrorKind = "crashed"     // the child died or failed without a result
+	KindTimeout     ErrorKind = "timeout"     // Request.Timeout passed; ralph stopped the child
+	KindNoOutput    ErrorKind = "no_output"   // no stdout for Request.NoOutputTimeout; ralph stopped the child
+	KindBadOutput   ErrorKind = "bad_output"  // the child exited 0 but its output had no result
+	KindInterrupted ErrorKind = "interrupted" // the caller's context was cancelled; ralph stopped the child
 )
 
 // Result is how one run ended.
@@ -100,8 +103,8 @@ type Result struct {
 	Final     string
 	SessionID string
 	IsError   bool
-	ErrorKind string // "" or one of the Kind constants
-	APIStatus int    // the API's HTTP status when it failed, e.g. 429, 529
+	ErrorKind ErrorKind // "" or one of the Kind constants
+	APIStatus int       // the API's HTTP status when it failed, e.g. 429, 529
 	// ResetAt is when a usage limit resets, when the CLI said so.
 	ResetAt   time.Time
 	ErrorText string // a short human reason

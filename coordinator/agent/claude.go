@@ -381,7 +381,7 @@ func (s *claudeStream) finish(end childEnd, now time.Time) Result {
 // after a 429 with retries off the result says subtype "success" with
 // is_error true (AGENT-CLIS.md). Only the result's own fields and text are
 // read, never tool output (frankbria/ralph-claude-code#183).
-func classify(l *streamLine, status int, now time.Time) (kind string, resetAt time.Time) {
+func classify(l *streamLine, status int, now time.Time) (kind ErrorKind, resetAt time.Time) {
 	switch {
 	case l.Subtype == "error_max_turns" || l.TerminalReason == "max_turns":
 		return KindMaxTurns, time.Time{}
@@ -402,7 +402,7 @@ func classify(l *streamLine, status int, now time.Time) (kind string, resetAt ti
 	}
 }
 
-func stoppedText(kind string) string {
+func stoppedText(kind ErrorKind) string {
 	switch kind {
 	case KindTimeout:
 		return "stopped: the run passed its deadline"

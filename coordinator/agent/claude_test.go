@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -116,7 +118,7 @@ func TestClaudeRootNeedsSandbox(t *testing.T) {
 func TestClaudeFailureModes(t *testing.T) {
 	tests := []struct {
 		mode      string
-		kind      string
+		kind      ErrorKind
 		exitCode  int
 		status    int
 		errText   string
@@ -167,7 +169,7 @@ func TestClaudeResults(t *testing.T) {
 	tests := []struct {
 		name    string
 		lines   []string
-		kind    string
+		kind    ErrorKind
 		final   string
 		status  int
 		resetAt time.Time

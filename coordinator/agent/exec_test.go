@@ -1,3 +1,5 @@
+//go:build linux
+
 package agent
 
 import (
@@ -82,7 +84,7 @@ func TestExecFailures(t *testing.T) {
 		name    string
 		body    string
 		noOut   time.Duration
-		kind    string
+		kind    ErrorKind
 		exit    int
 		errText string
 		final   string

@@ -37,7 +37,7 @@ type childEnd struct {
 	duration time.Duration
 	// stopped is the ErrorKind of ralph stopping the child (timeout,
 	// no_output, interrupted), or "" when it exited on its own.
-	stopped string
+	stopped ErrorKind
 	// stoppedSettled: the child had already given its final answer when it
 	// was stopped (it hung after its result line).
 	stoppedSettled bool
@@ -99,7 +99,7 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 		watch = watchdog.C
 	}
 	interrupt := ctx.Done()
-	stopWith := func(kind string) {
+	stopWith := func(kind ErrorKind) {
 		end.stopped = kind
 		end.stoppedSettled = sink.settled()
 		// Cancelling runCtx makes proc interrupt the group and escalate to

@@ -5,12 +5,32 @@
 //
 //   - the child runs in its own process group, so stopping it stops
 //     everything it spawned (snarktank/ralph#79: agents outliving ralph);
-//   - on Linux the child gets a parent-death signal, so a SIGKILLed ralph
-//     does not leave it running;
-//   - cancellation sends SIGINT to the group, then SIGKILL after a grace
-//     period, and every wait is bounded (WaitDelay);
-//   - stdin is /dev/null unless the caller supplies one: an open, silent
-//     stdin pipe makes some agent CLIs block forever.
+//   - cancellation interrupts the group (SIGINT), then kills it (SIGKILL)
+//     after a grace period, and every wait is bounded (WaitDelay). A
+//     context cancelled with a cause wrapping ErrStopNow is a hard stop:
+//     the grace is HardGrace, whatever Cmd.Grace says;
+//   - stdin is the null device unless the caller supplies one: an open,
+//     silent stdin pipe makes some agent CLIs block forever.
+//
+// What each platform gives (the rules above hold on all of them, except
+// where said):
+//
+//   - Linux: all of the above, plus a parent-death signal, so a SIGKILLed
+//     ralph leaves no child; StartTime and KillGroupIfSame read /proc so
+//     that recovery can kill a dead ralph's survivors without hitting a
+//     reused pid.
+//   - macOS and the BSDs: process groups and signals, but no parent-death
+//     signal: a SIGKILLed ralph leaves its child running, and StartTime
+//     is unavailable, so KillGroupIfSame never kills (recovery cannot tell
+//     a survivor from a stranger that reused its pid).
+//   - Windows: no process groups or signals. The child gets a new console
+//     process group (so a Ctrl-C typed at ralph's console does not reach
+//     it) and is put in a job object that kills its whole tree when ralph
+//     exits or dies. The interrupt is a CTRL_BREAK_EVENT, which reaches the
+//     child only when it shares ralph's console; the kill terminates the
+//     job. A grandchild spawned in the instant between the child's start
+//     and its assignment to the job escapes the job. StartTime is
+//     unavailable, as on macOS.
 package proc
 
 import (
@@ -20,12 +40,30 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"syscall"
 	"time"
 )
 
 // DefaultGrace is how long a cancelled child gets between SIGINT and SIGKILL.
 const DefaultGrace = 2 * time.Second
+
+// HardGrace is the grace of a hard stop (see ErrStopNow): long enough for
+// a child that handles SIGINT at once to flush a line, short enough that
+// "stop now" is felt as now.
+const HardGrace = 100 * time.Millisecond
+
+// ErrStopNow, as the cause of a context's cancellation
+// (context.WithCancelCause), makes the stop of every child under that
+// context a hard one: SIGINT, then SIGKILL after HardGrace instead of
+// Cmd.Grace.
+var ErrStopNow = errors.New("stopped at once")
+
+// waitSlack is how long after the SIGKILL a cancelled child's pipes may
+// stay open (held by a grandchild that left the group) before Wait closes
+// them: a second after a normal stop, HardGrace after a hard one.
+const (
+	waitSlack     = time.Second
+	hardWaitSlack = HardGrace
+)
 
 // Cmd describes one child process.
 type Cmd struct {
@@ -35,41 +73,68 @@ type Cmd struct {
 	Env   []string // full environment; nil means inherit ralph's
 	Stdin io.Reader
 	// Grace is the time between SIGINT and SIGKILL on cancellation;
-	// zero means DefaultGrace.
+	// zero means DefaultGrace. A hard stop (ErrStopNow) uses HardGrace.
 	Grace time.Duration
 }
 
 // ErrNotFound reports that the program is not installed (not on PATH).
 var ErrNotFound = errors.New("program not found")
 
+// grace is the SIGINT-to-SIGKILL time of a normal stop.
+func (c Cmd) grace() time.Duration {
+	if c.Grace <= 0 {
+		return DefaultGrace
+	}
+	return c.Grace
+}
+
 // build returns an exec.Cmd configured with ralph's process rules.
 func (c Cmd) build(ctx context.Context) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
-	cmd.Stdin = c.Stdin // nil means /dev/null
+	cmd.Stdin = c.Stdin // nil means the null device
 	cmd.SysProcAttr = sysProcAttr()
-	grace := c.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
+	grace := c.grace()
 	cmd.Cancel = func() error {
-		// Interrupt the whole group first; the timer escalates.
 		if cmd.Process == nil {
 			return nil
 		}
-		pgid := cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGINT)
-		go func() {
-			time.Sleep(grace)
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		}()
+		if errors.Is(context.Cause(ctx), ErrStopNow) {
+			// exec reads WaitDelay after Cancel returns, on the same
+			// goroutine, to start its timer: the hard stop's bound
+			// replaces the normal one before it is used.
+			cmd.WaitDelay = HardGrace + hardWaitSlack
+			StopGroup(cmd.Process.Pid, HardGrace)
+			return nil
+		}
+		StopGroup(cmd.Process.Pid, grace)
 		return nil
 	}
 	// After cancellation, give the group the grace period plus a little to
 	// exit and close its pipes; then Wait returns regardless.
-	cmd.WaitDelay = grace + time.Second
+	cmd.WaitDelay = grace + waitSlack
 	return cmd
+}
+
+// start starts cmd and puts it under the platform's group control.
+func start(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	adopt(cmd.Process)
+	return nil
+}
+
+// run starts cmd, waits for it, then kills what is left of its group:
+// the group may hold grandchildren, and none may outlive the call.
+func run(cmd *exec.Cmd) error {
+	if err := start(cmd); err != nil {
+		return err
+	}
+	err := cmd.Wait()
+	killGroup(cmd.Process)
+	return err
 }
 
 // Output runs the command and returns its standard output. Standard error
@@ -83,9 +148,7 @@ func Output(ctx context.Context, c Cmd) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	err := cmd.Run()
-	// The group may hold grandchildren; make sure none outlive the call.
-	killGroup(cmd)
+	err := run(cmd)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return stdout.Bytes(), fmt.Errorf("%s: %w", c.Name, ctxErr)
 	}
@@ -111,18 +174,12 @@ func LookPath(name string) (string, error) {
 	return p, nil
 }
 
-func killGroup(cmd *exec.Cmd) {
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-}
-
 // Result is how a finished child ran.
 type Result struct {
 	Stdout, Stderr []byte
 	ExitCode       int           // -1 when killed by a signal
 	Wall           time.Duration // start to exit
-	MaxRSS         int64         // peak resident memory in bytes
+	MaxRSS         int64         // peak resident memory in bytes; 0 where unknown
 }
 
 // Run runs the command to completion and reports its exit code, time and
@@ -136,14 +193,11 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	start := time.Now()
-	err := cmd.Run()
+	err := run(cmd)
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Wall: time.Since(start), ExitCode: -1}
-	killGroup(cmd)
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			res.MaxRSS = maxRSSBytes(ru)
-		}
+		res.MaxRSS = maxRSS(cmd.ProcessState)
 	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
@@ -170,7 +224,7 @@ func Start(ctx context.Context, c Cmd, stdout, stderr io.Writer) (*Process, erro
 	}
 	cmd := c.build(ctx)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Name, err)
 	}
 	p := &Process{cmd: cmd, done: make(chan struct{})}
@@ -187,7 +241,7 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 // Done is closed when the child has exited and its output has been copied
 // to the writers given to Start. The copying is bounded too: pipes a
 // grandchild still holds open once the child has exited (or been
-// cancelled) are closed after the grace period plus a second (WaitDelay).
+// cancelled) are closed a little after the grace period (WaitDelay).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // ExitCode reports the child's exit code once Done is closed: -1 when a
@@ -204,21 +258,30 @@ func (p *Process) ExitCode() int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-// Signal sends sig to the child alone (not its group): how a test
-// simulates a crash of the child itself.
-func (p *Process) Signal(sig syscall.Signal) error {
-	return syscall.Kill(p.cmd.Process.Pid, sig)
-}
-
 // Wait waits for the child to exit, at most timeout, then kills its group.
 func (p *Process) Wait(timeout time.Duration) error {
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
-		killGroup(p.cmd)
+		killGroup(p.cmd.Process)
 		<-p.done
 		return fmt.Errorf("%s: still running after %s; killed", p.cmd.Path, timeout)
 	}
-	killGroup(p.cmd)
+	killGroup(p.cmd.Process)
 	return p.err
+}
+
+// Runner runs programs by this package's rules for the packages below
+// coordinator, which declare the small interface they need (gitctx.Runner)
+// rather than import proc; its methods take only standard types, so it
+// satisfies such an interface without knowing it.
+type Runner struct{}
+
+// LookPath is the package's LookPath.
+func (Runner) LookPath(name string) (string, error) { return LookPath(name) }
+
+// Output runs name with args in dir, with ralph's environment and the
+// default grace, like the package's Output.
+func (Runner) Output(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
+	return Output(ctx, Cmd{Name: name, Args: args, Dir: dir})
 }

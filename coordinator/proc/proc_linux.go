@@ -16,8 +16,14 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// maxRSSBytes converts ru_maxrss, which Linux reports in KiB.
-func maxRSSBytes(ru *syscall.Rusage) int64 { return ru.Maxrss * 1024 }
+// maxRSS reads the peak resident memory of a finished child: ru_maxrss,
+// which Linux reports in KiB.
+func maxRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss * 1024
+	}
+	return 0
+}
 
 // StartTime returns a process's start time in clock ticks since boot, from
 // /proc: with the pid, it names one process, since a pid can be reused by a

@@ -1,9 +1,12 @@
+//go:build linux
+
 package proc
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -123,6 +126,125 @@ func TestCancelStopsTheWholeGroup(t *testing.T) {
 	_ = p.Wait(10 * time.Second)
 	waitGone(t, grandchild, 5*time.Second)
 	waitGone(t, p.Pid(), 5*time.Second)
+}
+
+// stopTimes are how long a shell that ignores SIGINT (and its background
+// grandchild, which ignores it too) takes to be gone after its context is
+// cancelled with a cause: Cmd.Grace normally, HardGrace for a hard stop,
+// however the cause is wrapped and through a derived context.
+var stopTimes = []struct {
+	name     string
+	cause    error
+	grace    time.Duration
+	min, max time.Duration
+}{
+	{"plain cancel waits the grace", errors.New("user pressed stop"), 1500 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second},
+	{"hard stop", ErrStopNow, 30 * time.Second, HardGrace, 800 * time.Millisecond},
+	{"wrapped hard stop", fmt.Errorf("urgent guidance: %w", ErrStopNow), 30 * time.Second, HardGrace, 800 * time.Millisecond},
+}
+
+func TestStopUsesTheCausesGrace(t *testing.T) {
+	for _, tt := range stopTimes {
+		t.Run(tt.name, func(t *testing.T) {
+			parent, cancel := context.WithCancelCause(t.Context())
+			// coordinator/agent starts children under a context derived
+			// from the one the engine cancels.
+			ctx, stop := context.WithCancel(parent)
+			defer stop()
+			var out syncBuffer
+			p, err := Start(ctx, Cmd{
+				Name:  "sh",
+				Args:  []string{"-c", `trap "" INT; sleep 60 & echo $!; wait`},
+				Grace: tt.grace,
+			}, &out, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			grandchild := readPID(t, &out)
+			start := time.Now()
+			cancel(tt.cause)
+			select {
+			case <-p.Done():
+			case <-time.After(tt.max):
+				_ = p.Wait(10 * time.Second)
+				t.Fatalf("child still running %s after the stop (grace %s)", tt.max, tt.grace)
+			}
+			elapsed := time.Since(start)
+			if elapsed < tt.min {
+				t.Errorf("child gone after %s; it ignores SIGINT, so SIGKILL came before the %s grace", elapsed, tt.min)
+			}
+			// Done needs the grandchild's end too: it holds the pipe.
+			waitGone(t, grandchild, 100*time.Millisecond)
+			waitGone(t, p.Pid(), 100*time.Millisecond)
+			if err := p.Wait(time.Second); err == nil {
+				t.Error("Wait = nil for a killed child")
+			}
+		})
+	}
+}
+
+// A hard stop bounds the wait for the child's pipes too: a grandchild that
+// left the group (setsid) and holds stdout open does not hold Done past
+// HardGrace plus its slack, however long Cmd.Grace is.
+func TestHardStopBoundsTheWaitForPipes(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(t.Context())
+	var out syncBuffer
+	p, err := Start(ctx, Cmd{
+		Name:  "sh",
+		Args:  []string{"-c", `setsid sleep 60 & echo $!; wait`},
+		Grace: 30 * time.Second,
+	}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaped := readPID(t, &out)
+	t.Cleanup(func() { _ = syscall.Kill(escaped, syscall.SIGKILL) })
+	start := time.Now()
+	cancel(ErrStopNow)
+	select {
+	case <-p.Done():
+	case <-time.After(time.Second):
+		t.Fatal("Done not closed a second after a hard stop")
+	}
+	if elapsed := time.Since(start); elapsed < HardGrace+hardWaitSlack {
+		t.Errorf("Done after %s: the escaped grandchild still holds the pipe, so only WaitDelay (%s) can close it", elapsed, HardGrace+hardWaitSlack)
+	}
+	if !alive(escaped) {
+		t.Fatal("the escaped grandchild died: the test proves nothing about WaitDelay")
+	}
+}
+
+// StopGroup interrupts a group and kills it after the grace: a group that
+// stops on SIGINT is gone at once, one that ignores it after the grace.
+func TestStopGroup(t *testing.T) {
+	var out syncBuffer
+	p, err := Start(t.Context(), Cmd{
+		Name: "sh",
+		Args: []string{"-c", `trap "" INT; echo $$; sleep 60 & wait`},
+	}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readPID(t, &out)
+	start := time.Now()
+	StopGroup(p.Pid(), 300*time.Millisecond)
+	<-p.Done()
+	if elapsed := time.Since(start); elapsed < 300*time.Millisecond || elapsed > 2*time.Second {
+		t.Errorf("a group that ignores SIGINT gone after %s, want the 300ms grace", elapsed)
+	}
+
+	out = syncBuffer{}
+	p, err = Start(t.Context(), Cmd{Name: "sh", Args: []string{"-c", `echo $$; sleep 60`}}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readPID(t, &out)
+	start = time.Now()
+	StopGroup(p.Pid(), 30*time.Second)
+	<-p.Done()
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("a group that stops on SIGINT gone after %s", elapsed)
+	}
 }
 
 // A child whose parent dies by SIGKILL (no chance to clean up) is killed by

@@ -1,21 +1,57 @@
 // Package gitctxtest builds real git repositories for gitctx's tests and
-// benchmarks. Every git it runs goes through coordinator/proc, and
-// Isolate keeps the machine's own git configuration out of the results.
+// benchmarks, and gives them Runner, a plain os/exec gitctx.Runner, so
+// that they need nothing from the layers above gitctx. Isolate keeps the
+// machine's own git configuration out of the results.
 package gitctxtest
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ralph-dev/ralph/coordinator/proc"
 )
+
+// Runner is a gitctx.Runner on os/exec alone: tests run short git
+// commands, to completion or to a kill, and need no process groups.
+type Runner struct{}
+
+// LookPath is exec.LookPath.
+func (Runner) LookPath(name string) (string, error) { return exec.LookPath(name) }
+
+// Output runs name with args in dir; a failure's error carries standard
+// error. When ctx ends the program is killed.
+func (Runner) Output(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
+	return output(ctx, dir, nil, nil, name, args...)
+}
+
+// output runs name with args in dir, with env (nil: inherit) and stdin
+// (nil: none), and returns its standard output; a failure's error
+// carries standard error.
+func output(ctx context.Context, dir string, env []string, stdin []byte, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exitErr *exec.ExitError
+	if msg := bytes.TrimSpace(stderr.Bytes()); errors.As(err, &exitErr) && len(msg) > 0 {
+		return out, fmt.Errorf("%s: %w: %s", name, err, msg)
+	}
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}
 
 // Epoch is the author and committer date Isolate sets; Commit dates its
 // commits from here, one minute apart, so date order is history order.
@@ -72,7 +108,7 @@ func GitEnv(dir string, extra []string, args ...string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := proc.Output(ctx, proc.Cmd{Name: "git", Args: args, Dir: dir, Env: env})
+	out, err := output(ctx, dir, env, nil, "git", args...)
 	return strings.TrimRight(string(out), "\n"), err
 }
 
@@ -158,15 +194,9 @@ func BigRepo(tb testing.TB, dir string, files, commits int) {
 	env := []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}
 	run := func(stdin []byte, args ...string) {
 		tb.Helper()
-		var in *bytes.Reader
-		c := proc.Cmd{Name: "git", Args: args, Dir: tmp, Env: append(os.Environ(), env...)}
-		if stdin != nil {
-			in = bytes.NewReader(stdin)
-			c.Stdin = in
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
-		if _, err := proc.Output(ctx, c); err != nil {
+		if _, err := output(ctx, tmp, append(os.Environ(), env...), stdin, "git", args...); err != nil {
 			tb.Fatalf("BigRepo: git %s: %v", args[0], err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralph-dev/ralph/mdstate"
+	"github.com/ralph-dev/ralph/projectdetect"
 )
 
 // Exit codes, documented in README.md. Scripts rely on them.
@@ -51,6 +52,9 @@ type Env struct {
 	Dir   string    // the working directory
 	Now   time.Time // RALPH_NOW, for reproducible output in tests; zero: the clock
 	Agent string    // RALPH_AGENT: the agent CLI when --agent is not given
+	// Git is where git's configuration lives (HOME, XDG_CONFIG_HOME,
+	// GIT_CONFIG_*), for the project scan's global excludes file.
+	Git projectdetect.GitConfig
 }
 
 // Factory gives commands what they share.
@@ -311,7 +315,7 @@ func EnvFromOS() (Env, error) {
 	if err != nil {
 		return Env{}, fmt.Errorf("find the working directory: %w", err)
 	}
-	env := Env{Dir: dir, Agent: os.Getenv("RALPH_AGENT")}
+	env := Env{Dir: dir, Agent: os.Getenv("RALPH_AGENT"), Git: projectdetect.GitConfigFromEnv(os.Getenv)}
 	if s := os.Getenv("RALPH_NOW"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

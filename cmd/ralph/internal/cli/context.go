@@ -36,7 +36,7 @@ func sessionJSON(s *mdstate.Session) *SessionJSON {
 	if s == nil {
 		return nil
 	}
-	j := &SessionJSON{ID: s.ID, Status: s.Status, Phase: s.Phase, Iteration: s.Iteration, MaxIterations: s.MaxIterations,
+	j := &SessionJSON{ID: s.ID, Status: string(s.Status), Phase: string(s.Phase), Iteration: s.Iteration, MaxIterations: s.MaxIterations,
 		TokensIn: s.TokensIn, TokensOut: s.TokensOut, CostUSD: s.CostUSD, Baseline: s.Baseline, Agent: s.Agent, Model: s.Model, PID: s.PID}
 	if s.Task != "" {
 		t := s.Task
@@ -199,7 +199,7 @@ out.`,
 				return usagef("--budget must be at least 100 tokens, not %d", budget)
 			}
 			p, _ := f.Project()
-			r, err := coordinator.BuildReport(cmd.Context(), p.Root, coordinator.ReportOptions{})
+			r, err := coordinator.BuildReport(cmd.Context(), p.Root, coordinator.ReportOptions{Git: f.Env.Git})
 			if err != nil {
 				return err
 			}

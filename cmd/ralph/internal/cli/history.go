@@ -1,18 +1,15 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/gitctx"
 	"github.com/ralph-dev/ralph/mdstate"
 )
@@ -30,17 +27,13 @@ func stateFileArg(arg string) (string, error) {
 	return "", usagef("%q is not a state file; use one of %s (or tasks, goals, todo, progress, agent)", arg, strings.Join(mdstate.Files, ", "))
 }
 
-// openRepo opens the project's repository with a message that says why
-// the command needs one.
-func openRepo(root, what string) (*gitctx.Repo, error) {
-	repo, err := gitctx.Open(root)
-	switch {
-	case errors.Is(err, gitctx.ErrNotRepo):
-		return nil, fmt.Errorf("%s needs git history, and %s is not in a git repository", what, root)
-	case err != nil:
-		return nil, err
+// needsGit turns "not a git repository" into a message that says why the
+// command needs one.
+func needsGit(err error, root, what string) error {
+	if errors.Is(err, gitctx.ErrNotRepo) {
+		return fmt.Errorf("%s needs git history, and %s is not in a git repository", what, root)
 	}
-	return repo, nil
+	return err
 }
 
 // HistoryJSON is one commit in `ralph history --json`.
@@ -82,48 +75,33 @@ these commits.`,
 				files = []string{name}
 			}
 			p, _ := f.Project()
-			repo, err := openRepo(p.Root, "ralph history")
+			h, err := coordinator.StateHistory(cmd.Context(), p, files, limit)
 			if err != nil {
-				return err
-			}
-			defer repo.Close()
-			rel := relToRepo(repo, p.Root)
-			var paths []string
-			for _, name := range files {
-				paths = append(paths, rel+name)
-			}
-			commits, err := repo.StateCommits(cmd.Context(), paths, limit)
-			if err != nil {
-				return err
+				return needsGit(err, p.Root, "ralph history")
 			}
 			out := []HistoryJSON{}
-			for _, c := range commits {
-				h := HistoryJSON{Hash: c.Hash, Time: c.Time, Author: c.Author, Subject: c.Subject, Files: []string{}, Summary: []string{}}
-				for _, path := range c.Files {
-					if slices.Contains(paths, path) {
-						name := strings.TrimPrefix(path, rel)
-						h.Files = append(h.Files, name)
-						h.Summary = append(h.Summary, summarizeChange(cmd.Context(), repo, c.Hash, path, name))
-					}
+			for _, c := range h.Commits {
+				j := HistoryJSON{Hash: c.Hash, Time: c.Time, Author: c.Author, Subject: c.Subject, Files: []string{}, Summary: []string{}}
+				for _, fc := range c.Changes {
+					j.Files = append(j.Files, fc.File)
+					j.Summary = append(j.Summary, summarizeChange(fc))
 				}
-				out = append(out, h)
+				out = append(out, j)
 			}
 			if asJSON {
 				return writeJSON(f.IO.Out, out)
 			}
 			if len(out) == 0 {
 				msg := "no commit has changed " + strings.Join(files, ", ") + " yet"
-				if slices.ContainsFunc(paths, func(p string) bool { return committedAtHead(cmd.Context(), repo, p) }) {
-					// Committed, yet no commit changed it: the history
-					// that did is beyond a shallow clone's boundary.
+				if h.Shallow {
 					msg = "the commits that changed " + strings.Join(files, ", ") + " are not in this clone (a shallow clone?); `git fetch --unshallow` brings them"
 				}
 				fmt.Fprintln(f.IO.ErrOut, msg)
 				return nil
 			}
-			for _, h := range out {
-				fmt.Fprintf(f.IO.Out, "%s %s %s\n", h.Hash[:7], h.Time.Local().Format("2006-01-02 15:04"), h.Subject)
-				for _, s := range h.Summary {
+			for _, j := range out {
+				fmt.Fprintf(f.IO.Out, "%s %s %s\n", j.Hash[:7], j.Time.Local().Format("2006-01-02 15:04"), j.Subject)
+				for _, s := range j.Summary {
 					fmt.Fprintf(f.IO.Out, "        %s\n", s)
 				}
 			}
@@ -135,97 +113,52 @@ these commits.`,
 	return cmd
 }
 
-// relToRepo returns the project root relative to the work tree root, with
-// a trailing slash ("" when they are the same), for git paths.
-func relToRepo(repo *gitctx.Repo, root string) string {
-	rel, err := filepath.Rel(repo.Root(), root)
-	if err != nil || rel == "." {
-		return ""
-	}
-	return filepath.ToSlash(rel) + "/"
-}
-
 // summarizeChange says in one line what a commit changed in a state file.
-func summarizeChange(ctx context.Context, repo *gitctx.Repo, hash, path, name string) string {
-	after, aerr := repo.FileAt(ctx, hash, path)
-	before, berr := repo.FileAt(ctx, hash+"^", path)
+func summarizeChange(fc coordinator.FileChange) string {
 	switch {
-	case aerr != nil && errors.Is(aerr, fs.ErrNotExist):
-		return name + ": deleted"
-	case aerr != nil:
-		return name + ": " + aerr.Error()
-	case berr != nil:
-		before = nil // a new file, or the first commit
+	case fc.Deleted:
+		return fc.File + ": deleted"
+	case fc.ReadErr != nil:
+		return fc.File + ": " + fc.ReadErr.Error()
+	case fc.Unreadable != nil:
+		return fc.File + ": unreadable at this commit (" + fc.Unreadable.Error() + ")"
 	}
+	d := fc.Diff
 	var parts []string
-	switch name {
-	case mdstate.ProgressFile:
-		parts = append(parts, countChange(mdstate.CountEntries(after)-mdstate.CountEntries(before), "entry", "entries")...)
-	case mdstate.AgentFile:
-		a, errA := mdstate.ParseAgent(after)
-		b, errB := mdstate.ParseAgent(before)
-		if errA != nil {
-			return name + ": unreadable at this commit (" + errA.Error() + ")"
-		}
-		nb := 0
-		if errB == nil {
-			nb = len(b.Learnings)
-		}
-		parts = append(parts, countChange(len(a.Learnings)-nb, "learning", "learnings")...)
-	default:
-		kind := map[string]mdstate.Kind{mdstate.TasksFile: mdstate.TasksKind, mdstate.GoalsFile: mdstate.GoalsKind, mdstate.TodoFile: mdstate.TodoKind}[name]
-		a, err := mdstate.ParseChecklist(kind, after)
-		if err != nil {
-			return name + ": unreadable at this commit (" + err.Error() + ")"
-		}
-		var b *mdstate.Checklist
-		if before != nil {
-			b, _ = mdstate.ParseChecklist(kind, before)
-		}
-		parts = checklistChanges(kind, b, a)
+	if d.Created {
+		parts = append(parts, "created")
 	}
-	if before == nil {
-		parts = append([]string{"created"}, parts...)
+	parts = append(parts, countChange(d.Entries, "entry", "entries")...)
+	parts = append(parts, countChange(d.Learnings, "learning", "learnings")...)
+	if kind, ok := mdstate.KindOf(fc.File); ok {
+		parts = append(parts, checklistChanges(kind, d.Items)...)
 	}
 	if len(parts) == 0 {
-		return name + ": edited (no change ralph tracks)"
+		return fc.File + ": edited (no change ralph tracks)"
 	}
-	return name + ": " + strings.Join(parts, "; ")
+	return fc.File + ": " + strings.Join(parts, "; ")
 }
 
-// checklistChanges lists added and removed items and status changes.
-func checklistChanges(kind mdstate.Kind, before, after *mdstate.Checklist) []string {
-	old := map[string]mdstate.Status{}
-	if before != nil {
-		for _, it := range before.Items {
-			if !it.Provisional {
-				old[it.ID] = it.Status
-			}
-		}
-	}
+// checklistChanges says "2 tasks added (T3, “Send the invoice”)", "T1
+// finished" and "1 task removed (T4)", in that order; new titles are not
+// shown.
+func checklistChanges(kind mdstate.Kind, changes []mdstate.ItemChange) []string {
 	var added, removed []string
 	byStatus := map[mdstate.Status][]string{}
-	seen := map[string]bool{}
-	for _, it := range after.Items {
-		if it.Provisional {
-			added = append(added, "“"+it.Title+"”")
-			continue
-		}
-		seen[it.ID] = true
-		st, ok := old[it.ID]
-		switch {
-		case !ok:
-			added = append(added, it.ID)
-		case st != it.Status:
-			byStatus[it.Status] = append(byStatus[it.Status], it.ID)
-		}
-	}
-	for id := range old {
-		if !seen[id] {
-			removed = append(removed, id)
+	for _, ch := range changes {
+		switch ch.Kind {
+		case mdstate.ItemAdded:
+			if ch.Provisional {
+				added = append(added, "“"+ch.Title+"”")
+			} else {
+				added = append(added, ch.ID)
+			}
+		case mdstate.ItemRemoved:
+			removed = append(removed, ch.ID)
+		case mdstate.ItemStatusChanged:
+			byStatus[ch.To] = append(byStatus[ch.To], ch.ID)
 		}
 	}
-	slices.Sort(removed)
 	var parts []string
 	if len(added) > 0 {
 		parts = append(parts, fmt.Sprintf("%s added (%s)", plural(len(added), kind.Noun), strings.Join(added, ", ")))
@@ -270,95 +203,26 @@ commits to choose from.`,
 				return err
 			}
 			p, _ := f.Project()
-			repo, err := openRepo(p.Root, "ralph restore")
-			if err != nil {
-				return err
-			}
-			defer repo.Close()
-			ctx := cmd.Context()
-			path := relToRepo(repo, p.Root) + name
-			rev := from
-			var label string
-			if rev == "" {
-				cs, err := repo.StateCommits(ctx, []string{path}, 1)
-				if err != nil {
-					return err
-				}
-				switch {
-				case len(cs) > 0:
-					rev = cs[0].Hash
-					label = fmt.Sprintf("%s (%s, %q)", rev[:7], cs[0].Time.Local().Format("2006-01-02"), cs[0].Subject)
-				case committedAtHead(ctx, repo, path):
-					// A shallow clone: the commit that last changed the
-					// file is beyond its boundary, but HEAD has the same
-					// version.
-					rev, label = "HEAD", "HEAD"
-				default:
-					return fmt.Errorf("%s has never been committed, so there is no version to restore", name)
-				}
-			} else {
-				label = rev
-			}
-			data, err := repo.FileAt(ctx, rev, path)
+			res, err := coordinator.Restore(cmd.Context(), p, coordinator.RestoreOptions{File: name, From: from, Force: force, Now: f.Env.Now})
 			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				return fmt.Errorf("%s did not exist at %s; see `ralph history %s`", name, rev, name)
 			case errors.Is(err, gitctx.ErrUnknownRevision):
 				return usagef("--from %q is not a commit in this repository", from)
+			case errors.Is(err, coordinator.ErrUncommitted):
+				return fmt.Errorf("%s has uncommitted changes that restoring would discard; commit them first, or run again with --force (the current version is kept in %s either way)", name, filepath.ToSlash(mdstate.BackupDir)+"/")
 			case err != nil:
-				return err
+				return needsGit(err, p.Root, "ralph restore")
 			}
-			target := p.Path(name)
-			cur, curErr := os.ReadFile(target)
-			mode := fs.FileMode(0o644)
-			if fi, err := os.Stat(target); err == nil {
-				if fi.IsDir() {
-					return fmt.Errorf("%s is a directory; move it out of the way first", name)
-				}
-				mode = fi.Mode()
+			label := res.Rev
+			if c := res.Commit; c != nil {
+				label = fmt.Sprintf("%s (%s, %q)", c.Hash[:7], c.Time.Local().Format("2006-01-02"), c.Subject)
 			}
-			if curErr == nil && string(cur) == string(data) {
+			if res.Unchanged {
 				fmt.Fprintf(f.IO.Out, "%s is already as at %s; nothing to do\n", name, label)
 				return nil
 			}
-			if curErr == nil && !force {
-				dirty, err := repo.IsDirty(ctx, path)
-				if err != nil {
-					return err
-				}
-				if dirty {
-					return fmt.Errorf("%s has uncommitted changes that restoring would discard; commit them first, or run again with --force (the current version is kept in %s/backup/ either way)", name, mdstate.RuntimeDir)
-				}
-			}
-			var backup string
-			if curErr == nil {
-				dir := filepath.Join(p.Root, mdstate.RuntimeDir, "backup")
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return fmt.Errorf("create %s: %w", dir, err)
-				}
-				now := time.Now()
-				if !f.Env.Now.IsZero() {
-					now = f.Env.Now
-				}
-				// Two restores in one second must not overwrite the first
-				// backup: it may hold the only copy of hand edits.
-				backup = filepath.Join(dir, name+"."+now.UTC().Format("20060102T150405Z"))
-				for n := 2; ; n++ {
-					if _, err := os.Lstat(backup); errors.Is(err, fs.ErrNotExist) {
-						break
-					}
-					backup = filepath.Join(dir, fmt.Sprintf("%s.%s.%d", name, now.UTC().Format("20060102T150405Z"), n))
-				}
-				if err := mdstate.WriteFileAtomic(backup, cur, 0o644); err != nil {
-					return fmt.Errorf("back up %s: %w", name, err)
-				}
-			}
-			if err := mdstate.WriteFileAtomic(target, data, mode); err != nil {
-				return fmt.Errorf("write %s: %w", name, err)
-			}
 			fmt.Fprintf(f.IO.Out, "restored %s from %s\n", name, label)
-			if backup != "" {
-				rel, _ := filepath.Rel(p.Root, backup)
+			if res.Backup != "" {
+				rel, _ := filepath.Rel(p.Root, res.Backup)
 				fmt.Fprintf(f.IO.Out, "the version it replaced is in %s\n", rel)
 			}
 			return nil
@@ -367,12 +231,6 @@ commits to choose from.`,
 	cmd.Flags().StringVar(&from, "from", "", "restore the version at `REV` (default: the last commit that changed the file)")
 	cmd.Flags().BoolVar(&force, "force", false, "restore even if the file has uncommitted changes")
 	return cmd
-}
-
-// committedAtHead reports whether path is in HEAD's tree.
-func committedAtHead(ctx context.Context, repo *gitctx.Repo, path string) bool {
-	_, err := repo.FileAt(ctx, "HEAD", path)
-	return err == nil
 }
 
 // countChange says "3 entries added" or "1 learning removed".

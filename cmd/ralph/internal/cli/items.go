@@ -404,56 +404,20 @@ interruption finishes the job without adding a second task.`,
 		Example: "  ralph todo promote D3",
 		Args:    exactArgs(1, "one to-do ID, like D3"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := strings.ToUpper(args[0])
-			todos, _, err := load(f, mdstate.TodoKind)
-			if err != nil {
+			p, _ := f.Project()
+			res, err := p.Promote(args[0])
+			f.warn(res.Warnings)
+			switch {
+			case err != nil:
 				return err
+			case res.Already:
+				fmt.Fprintf(f.IO.Out, "%s was already promoted to %s\n", res.TodoID, res.TaskID)
+			default:
+				fmt.Fprintf(f.IO.Out, "promoted %s to %s: %s\n", res.TodoID, res.TaskID, res.Title)
 			}
-			todo := todos.Find(id)
-			if todo == nil {
-				return todos.Edit().NotFound(id)
-			}
-			if todo.Promoted != "" {
-				fmt.Fprintf(f.IO.Out, "%s was already promoted to %s\n", id, todo.Promoted)
-				return nil
-			}
-			title := todo.Title
-			// The task first, then the to-do: after a crash in between, the
-			// task's "from:" line says the first half is done.
-			var taskID string
-			if _, err := update(f, mdstate.TasksKind, func(e *mdstate.ChecklistEdit) error {
-				for _, it := range e.Checklist().Items {
-					if it.From == id {
-						taskID = it.ID
-						return nil
-					}
-				}
-				var err error
-				taskID, err = e.Add(title, mdstate.MetaKV{Key: "from", Value: id})
-				return err
-			}); err != nil {
-				if errors.Is(err, fs.ErrNotExist) || isMissing(err) {
-					return fmt.Errorf("%w (needed to promote %s)", err, id)
-				}
-				return err
-			}
-			if _, err := update(f, mdstate.TodoKind, func(e *mdstate.ChecklistEdit) error {
-				if err := e.SetStatus(id, mdstate.Done); err != nil {
-					return err
-				}
-				return e.AddMeta(id, "promoted", taskID)
-			}); err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IO.Out, "promoted %s to %s: %s\n", id, taskID, title)
 			return nil
 		},
 	}
-}
-
-func isMissing(err error) bool {
-	var me *mdstate.MissingError
-	return errors.As(err, &me)
 }
 
 // NewCmdLearn builds `ralph learn`.

@@ -32,7 +32,7 @@ func addOneShot(f *Factory, root *cobra.Command) {
 			return err
 		}
 		p, _ := f.Project()
-		res, err := coordinator.OneShot(c.Context(), coordinator.Options{Root: p.Root, Agent: ag, Model: model, Now: f.nowFunc()}, task)
+		res, err := coordinator.OneShot(c.Context(), coordinator.Options{Root: p.Root, Agent: ag, Model: model, Now: f.nowFunc(), Git: f.Env.Git}, task)
 		if err != nil {
 			return err
 		}
@@ -51,12 +51,12 @@ func addOneShot(f *Factory, root *cobra.Command) {
 			fmt.Fprintf(f.IO.ErrOut, "  %s · %d in, %d out tokens · $%.4f · %.1fs\n", coordinator.AgentLabel(res.Agent, res.Model), res.TokensIn, res.TokensOut, res.CostUSD, float64(res.DurationMS)/1000)
 		}
 		switch res.Status {
-		case "complete":
+		case coordinator.OneShotComplete:
 			return nil
-		case "interrupted":
+		case coordinator.OneShotInterrupted:
 			return &exitError{code: ExitInterrupted, msg: "interrupted"}
 		}
-		return &exitError{code: ExitFailure, msg: "the task is " + res.Status}
+		return &exitError{code: ExitFailure, msg: "the task is " + string(res.Status)}
 	}
 	fl := root.Flags()
 	fl.StringVar(&agentName, "agent", "", "one-shot: the agent CLI `NAME` (claude or exec)")

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/mdstate"
 )
 
 // SessionListJSON is `ralph resume --list --json`.
@@ -47,10 +47,10 @@ It takes every flag of 'ralph run'.`
 		if list {
 			return listSessions(f, r, asJSON)
 		}
-		if s := r.Session; s == nil || (s.Status != "interrupted" && s.Status != "paused") {
+		if s := r.Session; s == nil || (s.Status != mdstate.SessionInterrupted && s.Status != mdstate.SessionPaused) {
 			what := "no session recorded"
 			if s != nil {
-				what = "the last session (" + s.ID + ") " + s.Status
+				what = "the last session (" + s.ID + ") " + string(s.Status)
 			}
 			return fmt.Errorf("nothing to resume: %s; `ralph run` starts a new session", what)
 		}
@@ -61,12 +61,9 @@ It takes every flag of 'ralph run'.`
 
 func listSessions(f *Factory, r *coordinator.Report, asJSON bool) error {
 	out := SessionListJSON{Current: sessionJSON(r.Session), Ended: []*EntryJSON{}}
-	if lg := r.State.Progress; lg != nil {
-		for _, e := range lg.Recent {
-			if strings.HasPrefix(e.Title, "session ") && strings.HasSuffix(e.Title, " ended") {
-				out.Ended = append(out.Ended, entryJSON(e))
-			}
-		}
+	ended := coordinator.EndedSessions(r.State.Progress)
+	for _, e := range ended {
+		out.Ended = append(out.Ended, entryJSON(e.Entry))
 	}
 	if asJSON {
 		return writeJSON(f.IO.Out, out)
@@ -77,18 +74,18 @@ func listSessions(f *Factory, r *coordinator.Report, asJSON bool) error {
 		if s.Task != "" {
 			fmt.Fprintf(w, ", task %s", s.Task)
 		}
-		if s.Phase != "" && s.Status == "interrupted" {
+		if s.Phase != "" && s.Status == mdstate.SessionInterrupted {
 			fmt.Fprintf(w, ", phase %s", s.Phase)
 		}
 		fmt.Fprintf(w, ", %d in / %d out tokens, $%.4f\n", s.TokensIn, s.TokensOut, s.CostUSD)
-		if s.Status == "interrupted" || s.Status == "paused" {
+		if s.Status == mdstate.SessionInterrupted || s.Status == mdstate.SessionPaused {
 			fmt.Fprintln(f.IO.ErrOut, "`ralph resume` continues it.")
 		}
 	} else {
 		fmt.Fprintln(f.IO.ErrOut, "no session recorded in RALPH_TASKS.md")
 	}
-	for _, e := range out.Ended {
-		fmt.Fprintf(w, "%s  %s: %s iterations, %s, %s\n", strings.TrimSuffix(strings.TrimPrefix(e.Title, "session "), " ended"),
+	for i, e := range out.Ended {
+		fmt.Fprintf(w, "%s  %s: %s iterations, %s, %s\n", ended[i].ID,
 			e.Fields["outcome"], e.Fields["iterations"], e.Fields["tasks"], e.Fields["cost"])
 	}
 	return nil

@@ -111,26 +111,20 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 				return err
 			}
 			// Continuing a session: the agent and model it used, unless
-			// told otherwise (an exec agent needs its --agent-cmd again).
-			if !o.NewSession && o.Agent == "" && o.AgentCmd == "" && f.Env.Agent == "" {
-				if tasks, err := p.LoadChecklist(mdstate.TasksKind); err == nil {
-					if s, _ := tasks.Session(); s != nil && s.Status != "ended" && s.Agent == "claude" {
-						o.Agent = s.Agent
-						if o.Model == "" {
-							o.Model = s.Model
-						}
-					}
-				}
-			}
+			// told otherwise.
+			choice := coordinator.ChooseAgent(p, coordinator.AgentChoice{Agent: o.Agent, DefaultAgent: f.Env.Agent,
+				Command: o.AgentCmd, Model: o.Model, NewSession: o.NewSession})
+			o.Agent, o.Model = choice.Agent, choice.Model
 			ag, err := pickAgent(f, o.Agent, o.AgentCmd)
 			if err != nil {
 				return err
 			}
 			opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
 				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
-				NewSession: o.NewSession, OnFailure: o.OnFailure, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker,
+				NewSession: o.NewSession, OnFailure: coordinator.FailurePolicy(o.OnFailure), MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker,
 				NoOutputTimeout: o.NoOutputTimeout, IterationTimeout: o.IterationTimeout}
 			opts.Now = f.nowFunc()
+			opts.Git = f.Env.Git
 			co, err := coordinator.New(opts)
 			if err != nil {
 				var locked *coordinator.ErrLocked
@@ -146,7 +140,7 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 				newRunDisplay(f, o.JSON).follow(co.Events())
 			}()
 			out, err := co.Run(cmd.Context())
-			<-done
+			<-done // the display ends with the run's stopped event
 			if err != nil {
 				return err
 			}
@@ -213,8 +207,8 @@ func newRunDisplay(f *Factory, asJSON bool) *runDisplay {
 	return d
 }
 
-// follow shows every event until the stream closes, redrawing the status
-// line each second on a terminal.
+// follow shows every event until the run's stopped event (or the end of
+// the stream), redrawing the status line each second on a terminal.
 func (d *runDisplay) follow(events <-chan coordinator.Event) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -226,6 +220,10 @@ func (d *runDisplay) follow(events <-chan coordinator.Event) {
 				return
 			}
 			d.show(ev)
+			if ev.Kind == coordinator.EventStopped {
+				d.clear()
+				return
+			}
 		case <-tick.C:
 			d.draw()
 		}
@@ -273,9 +271,10 @@ func (d *runDisplay) show(ev coordinator.Event) {
 	case coordinator.EventResumed:
 		fmt.Fprintf(w, "↻ %s\n", ev.Text)
 	case coordinator.EventWaiting:
-		until, _ := time.Parse(time.RFC3339, ev.Text)
-		d.task, d.tool, d.waitUntil = "", "", until
-		fmt.Fprintf(w, "⏸ usage or rate limit: waiting until %s (Ctrl-C stops; `ralph run` goes on waiting)\n", until.Local().Format("15:04:05"))
+		d.task, d.tool, d.waitUntil = "", "", ev.Until
+		fmt.Fprintf(w, "⏸ usage or rate limit: waiting until %s (Ctrl-C stops; `ralph run` goes on waiting)\n", ev.Until.Local().Format("15:04:05"))
+	case coordinator.EventNotice:
+		fmt.Fprintf(w, "  ! %s\n", ev.Text)
 	case coordinator.EventTaskStarted:
 		d.task, d.tool, d.tokens, d.since, d.waitUntil = ev.Task, "", 0, time.Now(), time.Time{}
 		fmt.Fprintf(w, "▶ %s: %s (iteration %d)\n", ev.Task, ev.Title, ev.Iteration)
@@ -290,7 +289,7 @@ func (d *runDisplay) show(ev coordinator.Event) {
 		d.tokens = ev.TokensIn + ev.TokensOut
 	case coordinator.EventIterationDone:
 		d.task = ""
-		mark := map[string]string{"done": "✓", "blocked": "!", "interrupted": "■"}[ev.Outcome]
+		mark := map[coordinator.IterationOutcome]string{coordinator.OutcomeDone: "✓", coordinator.OutcomeBlocked: "!", coordinator.OutcomeInterrupted: "■"}[ev.Outcome]
 		if mark == "" {
 			mark = "✗"
 		}

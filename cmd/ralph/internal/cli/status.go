@@ -91,7 +91,7 @@ never renamed.`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, _ := f.Project()
-			r, err := coordinator.BuildReport(cmd.Context(), p.Root, coordinator.ReportOptions{Progress: 1, Commits: 1})
+			r, err := coordinator.BuildReport(cmd.Context(), p.Root, coordinator.ReportOptions{Progress: 1, Commits: 1, Git: f.Env.Git})
 			if err != nil {
 				return err
 			}
@@ -197,7 +197,7 @@ func printStatus(f *Factory, r *coordinator.Report, s StatusJSON) {
 		if ses.Task != "" {
 			fmt.Fprintf(w, ", task %s", ses.Task)
 		}
-		if ses.Status == "interrupted" || ses.Status == "paused" {
+		if ses.Status == mdstate.SessionInterrupted || ses.Status == mdstate.SessionPaused {
 			fmt.Fprintf(w, " · `ralph run` continues it")
 		}
 		fmt.Fprintln(w)

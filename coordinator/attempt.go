@@ -1,0 +1,172 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// This file is the one pipeline the loop and the one-shot share: run an
+// agent on a request, keep its raw output in a log, and classify how it
+// ended; then file what it reported.
+
+// request is one agent run.
+type request struct {
+	Prompt  string
+	LogName string // the raw log's file name under .ralph/logs
+	OnStart func(pid int)
+	OnEvent func(agent.Event)
+}
+
+// attempt is how one agent run ended, classified.
+type attempt struct {
+	Result  agent.Result
+	Report  AgentReport
+	Outcome IterationOutcome
+	// Note says why, when the outcome is not done: one line.
+	Note string
+	// Answered is set when the agent ended its turn with a final message
+	// (done, blocked, or failed without the completion marker): it read
+	// its prompt to the end.
+	Answered bool
+	// Urgent is set when an urgent message cut the run short.
+	Urgent bool
+	Took   time.Duration
+}
+
+// runAgent runs o.Agent on req. Its error is ralph's (the log cannot be
+// created); an agent that cannot start is a failed attempt.
+func runAgent(ctx context.Context, o Options, req request) (attempt, error) {
+	logPath := filepath.Join(o.Root, mdstate.RuntimeDir, "logs", req.LogName)
+	_ = os.MkdirAll(filepath.Dir(logPath), 0o755)
+	raw, err := os.Create(logPath)
+	if err != nil {
+		return attempt{}, fmt.Errorf("create the iteration log: %w", err)
+	}
+	defer raw.Close()
+	onEvent := req.OnEvent
+	if onEvent == nil {
+		onEvent = func(agent.Event) {}
+	}
+	start := o.Now()
+	res, runErr := o.Agent.Run(ctx, agent.Request{
+		Prompt: req.Prompt, Dir: o.Root, Model: o.Model, Env: o.Env, RawLog: raw,
+		NoOutputTimeout: o.NoOutputTimeout, Timeout: o.IterationTimeout, Grace: o.Grace,
+		OnStart: req.OnStart,
+	}, onEvent)
+	a := classify(ctx, res, runErr)
+	a.Took = o.Now().Sub(start)
+	return a, nil
+}
+
+// classify reads how an agent run ended.
+func classify(ctx context.Context, res agent.Result, runErr error) attempt {
+	a := attempt{Result: res, Report: ParseReport(res.Final), Outcome: OutcomeFailed}
+	switch {
+	case runErr != nil:
+		a.Note = "the agent could not start: " + runErr.Error()
+	case res.ErrorKind == agent.KindInterrupted || (ctx.Err() != nil && (res.IsError || res.ErrorKind != "" || a.Report.Verdict == VerdictNone)):
+		// Stopped before it answered. An answer that came in before the
+		// stop counts: the work is not thrown away.
+		a.Outcome, a.Note = OutcomeInterrupted, "stopped"
+		if errors.Is(context.Cause(ctx), errUrgent) {
+			a.Urgent, a.Note = true, "stopped for an urgent message from the user"
+		}
+	case res.ErrorKind == agent.KindRateLimit:
+		// Not the task's fault: the caller waits for the reset.
+		a.Outcome, a.Note = OutcomeRateLimited, failureNote(res)
+	case res.IsError || res.ErrorKind != "":
+		a.Note = failureNote(res)
+	case a.Report.Verdict == VerdictComplete:
+		a.Outcome, a.Answered = OutcomeDone, true
+	case a.Report.Verdict == VerdictBlocked:
+		a.Outcome, a.Note, a.Answered = OutcomeBlocked, a.Report.Reason, true
+	default:
+		a.Note, a.Answered = "the agent ended without <promise>COMPLETE</promise>", true
+		if res.ExitCode == 0 {
+			a.Note += " (exit code 0 is not completion)"
+		}
+	}
+	// A note is one line in the files; the event's reason must be too (a
+	// crashed child's stderr tail has several).
+	a.Note = oneLineText(a.Note)
+	return a
+}
+
+func failureNote(res agent.Result) string {
+	switch res.ErrorKind {
+	case agent.KindNoOutput:
+		return "the agent printed nothing for too long and was stopped"
+	case agent.KindTimeout:
+		return "the agent ran past the iteration timeout and was stopped"
+	case agent.KindRateLimit:
+		return fmt.Sprintf("usage or rate limit (HTTP %d): %s", res.APIStatus, res.ErrorText)
+	case agent.KindCrashed:
+		return fmt.Sprintf("the agent crashed (exit code %d): %s", res.ExitCode, res.ErrorText)
+	}
+	if res.ErrorText != "" {
+		return "the agent reported an error: " + res.ErrorText
+	}
+	return "the agent reported an error (" + string(res.ErrorKind) + ")"
+}
+
+// fileReport files an agent's learnings and to-dos. emit, when set, is
+// told of each file written.
+func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) error {
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	for _, l := range rep.Learnings {
+		// Agents repeat what they were told: a learning AGENT.md already
+		// has is not added again.
+		if a, err := p.LoadAgent(); err == nil && hasLearning(a, l) {
+			continue
+		}
+		if err := p.Learn(l); err != nil {
+			return err
+		}
+		emit(Event{Kind: EventStateWritten, File: mdstate.AgentFile})
+	}
+	if len(rep.Todos) == 0 {
+		return nil
+	}
+	if _, err := p.EnsureFile(mdstate.TodoFile); err != nil {
+		return err
+	}
+	_, err := p.UpdateChecklist(mdstate.TodoKind, func(e *mdstate.ChecklistEdit) error {
+		for _, t := range rep.Todos {
+			if _, err := e.Add(t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		emit(Event{Kind: EventStateWritten, File: mdstate.TodoFile})
+	}
+	return err
+}
+
+func hasLearning(a *mdstate.Agent, text string) bool {
+	for _, l := range a.Learnings {
+		if strings.EqualFold(oneLineText(l.Text), oneLineText(text)) {
+			return true
+		}
+	}
+	return false
+}
+
+// AgentLabel is how an agent is named in the files: "claude (sonnet)".
+func AgentLabel(name, model string) string {
+	if model == "" {
+		return name
+	}
+	return name + " (" + model + ")"
+}

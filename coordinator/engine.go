@@ -1,0 +1,321 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/mdstate"
+	"github.com/ralph-dev/ralph/projectdetect"
+)
+
+// Agent runs one child agent to completion. coordinator/agent's backends
+// satisfy it; tests may too.
+type Agent interface {
+	Name() string
+	Run(ctx context.Context, req agent.Request, onEvent func(agent.Event)) (agent.Result, error)
+}
+
+// Options configure a coordinator. Zero values mean "no limit" or the
+// documented default.
+type Options struct {
+	Root             string
+	Agent            Agent
+	Model            string
+	MaxIterations    int
+	MaxCost          float64       // USD
+	MaxTime          time.Duration // wall clock for one run
+	TaskID           string        // work on this task only
+	Env              []string      // the children's environment; nil: ralph's
+	Command          string        // who runs it, for the lock: "ralph run"
+	NoOutputTimeout  time.Duration // default 10 minutes
+	IterationTimeout time.Duration // default 60 minutes
+	// Grace is the time from SIGINT to SIGKILL when a run is interrupted
+	// (its context cancelled, Stop(false), an urgent message); zero means 3
+	// s. Stop(true) always uses proc.HardGrace.
+	Grace time.Duration
+	// Commit commits each completed task: the files its agent changed
+	// (never one that was already dirty before the task) and the state
+	// files, as "ralph: ID title".
+	Commit bool
+	// NewSession starts a new session even when the last one was
+	// interrupted or paused; by default ralph continues it.
+	NewSession bool
+	// OnFailure is what a failed attempt (a crash, a hang, an error, an
+	// end without COMPLETE) leads to; "" is RetryOnFailure.
+	OnFailure   FailurePolicy
+	MaxAttempts int // default 3
+	// Breaker stops the run (exit 3) after this many iterations in a row
+	// that neither completed a task nor changed the work tree; 0 means 3,
+	// a negative value turns it off. It starts afresh with every run and
+	// whenever a person edits RALPH_TASKS.md.
+	Breaker int
+	Backoff time.Duration // first retry's wait; zero: none (ralph run's flag defaults to 2 s)
+	Now     func() time.Time
+	// Git locates the user's git configuration for the project scan (the
+	// entry point reads it from the environment).
+	Git projectdetect.GitConfig
+}
+
+// withDefaults fills in the documented defaults.
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NoOutputTimeout == 0 {
+		o.NoOutputTimeout = 10 * time.Minute
+	}
+	if o.IterationTimeout == 0 {
+		o.IterationTimeout = 60 * time.Minute
+	}
+	if o.Grace == 0 {
+		o.Grace = 3 * time.Second
+	}
+	if o.OnFailure == "" {
+		o.OnFailure = RetryOnFailure
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 3
+	}
+	if o.Breaker == 0 {
+		o.Breaker = 3
+	}
+	return o
+}
+
+// Errors the control methods return.
+var (
+	ErrRunning    = errors.New("the coordinator is already running")
+	ErrNotStarted = errors.New("the coordinator has not run")
+	ErrClosed     = errors.New("the coordinator is closed")
+)
+
+// Causes of a cancelled iteration, read back with context.Cause.
+var (
+	errStopped = errors.New("stopped")
+	errUrgent  = errors.New("stopped for an urgent message")
+)
+
+// Coordinator is ralph's engine for one project; see the package doc for
+// its API and delivery rules.
+type Coordinator struct {
+	opts   Options
+	p      *mdstate.Project
+	lock   *Lock
+	events *stream
+
+	// ctl guards the control state below, shared by the run goroutine and
+	// the front end's calls.
+	ctl      sync.Mutex
+	closed   bool
+	running  bool
+	done     chan struct{} // closed when the current (or last) run returned
+	last     runEnd
+	stopRun  context.CancelCauseFunc // cancels the current run
+	stopIter context.CancelCauseFunc // cancels the current iteration only
+	pausing  chan struct{}           // closed by Pause: cuts a wait short
+	paused   bool
+	snap     Snapshot
+
+	// edited is set by Notify when a person changed RALPH_TASKS.md: the
+	// circuit breaker starts afresh.
+	edited atomic.Bool
+
+	// The run goroutine's own state.
+	session mdstate.Session
+	started time.Time
+	// scanned is the project scan, made once a session: what kind of
+	// project it is does not change from one task to the next.
+	scanned *projectdetect.Project
+	pace    pacing
+	brk     breakerState
+	// delivered is the guidance the last iteration received and answered:
+	// the session's next write takes it off the queue.
+	delivered []string
+}
+
+type runEnd struct {
+	out Outcome
+	err error
+}
+
+// New takes the project's coordinator lock (failing at once with
+// *ErrLocked when another coordinator holds it) and holds it until Close.
+func New(opts Options) (*Coordinator, error) {
+	if opts.Agent == nil {
+		return nil, errors.New("no agent configured")
+	}
+	opts = opts.withDefaults()
+	host, _ := os.Hostname()
+	lock, err := AcquireLock(opts.Root, LockInfo{PID: os.Getpid(), Host: host, Command: opts.Command, Since: opts.Now()})
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{opts: opts, p: mdstate.Open(opts.Root), lock: lock, events: newStream()}
+	c.snap.Agent, c.snap.Model = opts.Agent.Name(), opts.Model
+	return c, nil
+}
+
+// Events returns the event stream, which lives until Close. Each run ends
+// with exactly one EventStopped. Streaming detail may be dropped when the
+// reader falls behind; every other event is delivered, in order.
+func (c *Coordinator) Events() <-chan Event { return c.events.out }
+
+// Run works through the tasks until none is ready, a limit is reached, the
+// run is paused or stopped, or ctx is cancelled (which stops the agent's
+// group with the normal grace and puts its task back to pending). It may
+// be called again after it returned: the same session continues.
+func (c *Coordinator) Run(ctx context.Context) (Outcome, error) {
+	if err := c.Start(ctx); err != nil {
+		return Outcome{}, err
+	}
+	return c.Wait()
+}
+
+// Start starts a run in the background; Wait returns its outcome.
+func (c *Coordinator) Start(ctx context.Context) error {
+	c.ctl.Lock()
+	defer c.ctl.Unlock()
+	switch {
+	case c.closed:
+		return ErrClosed
+	case c.running:
+		return ErrRunning
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	c.running, c.done, c.stopRun = true, done, cancel
+	c.paused, c.pausing = false, make(chan struct{})
+	c.snap.Running, c.snap.Paused = true, false
+	go func() {
+		out, err := c.run(runCtx)
+		cancel(nil)
+		c.ctl.Lock()
+		c.last = runEnd{out, err}
+		c.running, c.stopRun, c.stopIter = false, nil, nil
+		c.snap.Running = false
+		c.ctl.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// Wait waits for the current run, or returns the last one's outcome.
+func (c *Coordinator) Wait() (Outcome, error) {
+	c.ctl.Lock()
+	done := c.done
+	c.ctl.Unlock()
+	if done == nil {
+		return Outcome{}, ErrNotStarted
+	}
+	<-done
+	c.ctl.Lock()
+	defer c.ctl.Unlock()
+	return c.last.out, c.last.err
+}
+
+// Pause stops the run after the current iteration, or at once when it
+// waits for a usage limit to reset or backs off before a retry. The
+// session is then paused; Run (or Resume) continues it.
+func (c *Coordinator) Pause() {
+	c.ctl.Lock()
+	defer c.ctl.Unlock()
+	if !c.running || c.paused {
+		return
+	}
+	c.paused = true
+	c.snap.Paused = true
+	close(c.pausing)
+}
+
+// Resume takes back a Pause that has not taken effect yet, or, when no run
+// is going on, starts one with ctx.
+func (c *Coordinator) Resume(ctx context.Context) error {
+	c.ctl.Lock()
+	if c.running {
+		defer c.ctl.Unlock()
+		if c.paused {
+			c.paused = false
+			c.snap.Paused = false
+			c.pausing = make(chan struct{})
+		}
+		return nil
+	}
+	c.ctl.Unlock()
+	return c.Start(ctx)
+}
+
+// pauseRequested reports whether Pause was called during this run, and
+// the channel it closes.
+func (c *Coordinator) pauseRequested() (bool, <-chan struct{}) {
+	c.ctl.Lock()
+	defer c.ctl.Unlock()
+	return c.paused, c.pausing
+}
+
+// Stop ends the current run now and returns once it has ended: the
+// agent's whole process tree is stopped (hard: SIGINT, then SIGKILL after
+// proc.HardGrace; otherwise after Options.Grace), its task goes back to
+// pending with a note, the session is paused and saved. Without a run it
+// does nothing.
+func (c *Coordinator) Stop(hard bool) {
+	c.ctl.Lock()
+	stop, done := c.stopRun, c.done
+	c.ctl.Unlock()
+	if stop == nil {
+		return
+	}
+	cause := errStopped
+	if hard {
+		cause = proc.ErrStopNow
+	}
+	stop(cause)
+	<-done
+}
+
+// Close stops a run that is still going (hard), closes the event stream
+// and gives the lock up.
+func (c *Coordinator) Close() {
+	c.Stop(true)
+	c.ctl.Lock()
+	already := c.closed
+	c.closed = true
+	c.ctl.Unlock()
+	if already {
+		return
+	}
+	c.events.close()
+	c.lock.Release()
+}
+
+// emit stamps e and hands it to the stream.
+func (c *Coordinator) emit(e Event) {
+	e.Time = c.opts.Now()
+	c.observe(e)
+	c.events.send(e)
+}
+
+// Notify tells the engine that a state file changed on disk (the file
+// watcher calls it). A change ralph did not write is a person's (or an
+// agent's): it is announced as EventStateChanged, and an edit of
+// RALPH_TASKS.md re-arms the circuit breaker.
+func (c *Coordinator) Notify(ch Change) {
+	changed, ok, err := c.p.ChangedSinceOwnWrite(ch.File)
+	if err != nil || (ok && !changed) {
+		return // ralph's own write, or a file that cannot be read now
+	}
+	if ch.File == mdstate.TasksFile {
+		c.edited.Store(true)
+	}
+	c.emit(Event{Kind: EventStateChanged, File: ch.File})
+}
+
+// Change is a state file's change on disk, for Notify.
+type Change struct {
+	File string // a state file's name, e.g. mdstate.TasksFile
+}

@@ -1,0 +1,247 @@
+package coordinator
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// This file is the one place that writes ralph's progress titles, fields
+// and the notes it leaves under tasks, and the one place that reads them
+// back: no other code, in this package or another, parses them.
+
+// The titles of ralph's own entries, besides "ID: title" for an iteration.
+func sessionEndedTitle(id string) string     { return "session " + id + " ended" }
+func sessionRecoveredTitle(id string) string { return "session " + id + " recovered" }
+
+const oneShotPrefix = "one-shot: "
+
+func usageField(in, out int64) mdstate.Field {
+	return mdstate.Field{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", in, out)}
+}
+
+func costField(usd float64) mdstate.Field {
+	return mdstate.Field{Key: "cost", Value: fmt.Sprintf("$%.4f", usd)}
+}
+
+func durationField(d time.Duration) mdstate.Field {
+	return mdstate.Field{Key: "duration", Value: d.Round(time.Second).String()}
+}
+
+// iterationEntry records one iteration of the loop.
+func iterationEntry(now time.Time, task *mdstate.Item, iteration int, agentLabel string, a attempt, note, commit string, guidance []string) mdstate.Entry {
+	e := mdstate.Entry{Time: now, Title: task.ID + ": " + task.Title, Fields: []mdstate.Field{
+		{Key: "outcome", Value: string(a.Outcome)},
+		{Key: "agent", Value: agentLabel},
+		{Key: "iteration", Value: strconv.Itoa(iteration)},
+		durationField(a.Took),
+		usageField(a.Result.Usage.In, a.Result.Usage.Out),
+		costField(a.Result.CostUSD),
+	}}
+	if note != "" {
+		e.Fields = append(e.Fields, mdstate.Field{Key: "note", Value: note})
+	}
+	if commit != "" {
+		e.Fields = append(e.Fields, mdstate.Field{Key: "commit", Value: commit})
+	}
+	e.Fields = appendReport(e.Fields, a.Report)
+	if len(guidance) > 0 {
+		e.Fields = append(e.Fields, mdstate.Field{Key: "guidance", List: guidance})
+	}
+	return e
+}
+
+// appendReport adds the agent's summary and decisions.
+func appendReport(fields []mdstate.Field, rep AgentReport) []mdstate.Field {
+	if rep.Summary != "" {
+		fields = append(fields, mdstate.Field{Key: "summary", Value: rep.Summary})
+	}
+	if len(rep.Decisions) > 0 {
+		fields = append(fields, mdstate.Field{Key: "decisions", List: rep.Decisions})
+	}
+	return fields
+}
+
+// oneShotEntry records a one-shot run.
+func oneShotEntry(now time.Time, task string, out OneShotResult, model string, rep AgentReport) mdstate.Entry {
+	e := mdstate.Entry{Time: now, Title: oneShotPrefix + oneLineText(task), Fields: []mdstate.Field{
+		{Key: "outcome", Value: string(out.Status)},
+		{Key: "agent", Value: AgentLabel(out.Agent, model)},
+		durationField(time.Duration(out.DurationMS) * time.Millisecond),
+		usageField(out.TokensIn, out.TokensOut),
+		costField(out.CostUSD),
+	}}
+	if out.Reason != "" {
+		e.Fields = append(e.Fields, mdstate.Field{Key: "note", Value: out.Reason})
+	}
+	if out.Summary != "" {
+		e.Fields = append(e.Fields, mdstate.Field{Key: "summary", Value: out.Summary})
+	}
+	if len(out.FilesChanged) > 0 {
+		e.Fields = append(e.Fields, mdstate.Field{Key: "files", Value: strings.Join(out.FilesChanged, ", ")})
+	}
+	if len(rep.Decisions) > 0 {
+		e.Fields = append(e.Fields, mdstate.Field{Key: "decisions", List: rep.Decisions})
+	}
+	return e
+}
+
+// recoveredEntry records that a session's coordinator died and ralph
+// cleaned up after it; killed names the agent's group it stopped, if any.
+func recoveredEntry(now time.Time, old *mdstate.Session, killed int) mdstate.Entry {
+	fields := []mdstate.Field{
+		{Key: "outcome", Value: string(OutcomeRecovered)},
+		{Key: "session", Value: old.ID},
+		{Key: "iteration", Value: strconv.Itoa(old.Iteration)},
+		{Key: "phase", Value: orNone(string(old.Phase))},
+		{Key: "interrupted", Value: old.Updated.UTC().Format(time.RFC3339)},
+	}
+	if old.Task != "" {
+		fields = append(fields, mdstate.Field{Key: "task", Value: old.Task})
+	}
+	if killed > 0 {
+		fields = append(fields, mdstate.Field{Key: "stopped", Value: "agent process group " + strconv.Itoa(killed) + ", still running"})
+	}
+	return mdstate.Entry{Time: now, Title: sessionRecoveredTitle(old.ID), Fields: fields}
+}
+
+// restoredEntry is the entry of an iteration whose entry a kill lost,
+// written from the session's saved result (nil for a session saved by an
+// older ralph: a done task without duration, tokens or cost).
+func restoredEntry(now time.Time, old *mdstate.Session, t *mdstate.Item) mdstate.Entry {
+	fields := []mdstate.Field{
+		{Key: "outcome", Value: string(OutcomeDone)},
+		{Key: "agent", Value: AgentLabel(old.Agent, old.Model)},
+		{Key: "iteration", Value: strconv.Itoa(old.Iteration)},
+	}
+	note := "written on recovery: ralph was stopped after saving the task's status and before writing this entry"
+	if r := old.Result; r != nil {
+		fields[0].Value = r.Outcome
+		fields = append(fields, durationField(r.Duration), usageField(r.TokensIn, r.TokensOut), costField(r.CostUSD))
+		if r.Outcome != string(OutcomeDone) && len(t.Notes) > 0 {
+			note += "; the task's note: " + t.Notes[len(t.Notes)-1]
+		}
+	} else {
+		note += "; its duration, tokens and cost were not recorded"
+	}
+	fields = append(fields, mdstate.Field{Key: "note", Value: note})
+	return mdstate.Entry{Time: now, Title: t.ID + ": " + t.Title, Fields: fields}
+}
+
+// hasIterationEntry reports whether the log has the entry of task id's
+// iteration, written no earlier than since: by the task's ID, since a
+// person may have renamed the task.
+func hasIterationEntry(log *mdstate.Log, id string, iteration int, since time.Time) bool {
+	it := strconv.Itoa(iteration)
+	for i := len(log.Recent) - 1; i >= 0 && !log.Recent[i].Time.Before(since); i-- {
+		if e := &log.Recent[i]; strings.HasPrefix(e.Title, id+": ") && e.Get("iteration") == it {
+			return true
+		}
+	}
+	return false
+}
+
+// summaryEntry records a session's end: how long it ran, how many
+// iterations, tasks done, tokens, cost and commits. d is its duration, or
+// negative when unknown.
+func summaryEntry(now time.Time, s *mdstate.Session, reason string, d time.Duration, note string) mdstate.Entry {
+	fields := []mdstate.Field{
+		{Key: "outcome", Value: "ended (" + reason + ")"},
+		{Key: "session", Value: s.ID},
+	}
+	if d >= 0 {
+		fields = append(fields, durationField(d))
+	}
+	fields = append(fields,
+		mdstate.Field{Key: "iterations", Value: strconv.Itoa(s.Iteration)},
+		mdstate.Field{Key: "tasks", Value: strconv.Itoa(s.Done) + " done"},
+		usageField(s.TokensIn, s.TokensOut),
+		costField(s.CostUSD),
+		mdstate.Field{Key: "commits", Value: strconv.Itoa(s.Commits)})
+	if note != "" {
+		fields = append(fields, mdstate.Field{Key: "note", Value: note})
+	}
+	return mdstate.Entry{Time: now, Title: sessionEndedTitle(s.ID), Fields: fields}
+}
+
+// EndedSession is a session's summary entry in the progress log.
+type EndedSession struct {
+	ID    string
+	Entry mdstate.Entry
+}
+
+// EndedSessions lists the summaries of ended sessions in log, oldest first.
+func EndedSessions(log *mdstate.Log) []EndedSession {
+	var out []EndedSession
+	if log == nil {
+		return out
+	}
+	for _, e := range log.Recent {
+		if id, ok := endedID(e); ok {
+			out = append(out, EndedSession{ID: id, Entry: e})
+		}
+	}
+	return out
+}
+
+// endedID reads a summary entry's session id.
+func endedID(e mdstate.Entry) (string, bool) {
+	rest, ok := strings.CutPrefix(e.Title, "session ")
+	if !ok {
+		return "", false
+	}
+	id, ok := strings.CutSuffix(rest, " ended")
+	return id, ok
+}
+
+// isSummaryOf reports whether e is session id's summary entry.
+func isSummaryOf(e mdstate.Entry, id string) bool {
+	got, ok := endedID(e)
+	return ok && got == id
+}
+
+// giveUp is why ralph skipped a task.
+type giveUp int
+
+const (
+	giveUpPolicy   giveUp = iota // --on-failure skip
+	giveUpAttempts               // --max-attempts used up
+)
+
+// skippedNote is the end of the note ralph leaves on a task it gives up
+// on; gaveUp finds it.
+func skippedNote(why giveUp, attempts int) string {
+	if why == giveUpPolicy {
+		return "; skipped (--on-failure skip)"
+	}
+	return fmt.Sprintf("; skipped after %d failed attempts", attempts)
+}
+
+var skippedAfterRe = regexp.MustCompile(`; skipped after [0-9]+ failed attempts$`)
+
+// gaveUp lists the skipped tasks ralph gave up on, by the note it left
+// (skippedNote): they keep a run from reporting "all done", also after a
+// restart. A task a person skipped does not count.
+func gaveUp(tasks *mdstate.Checklist) []string {
+	var ids []string
+	for _, t := range tasks.Items {
+		if t.Status != mdstate.Skipped || len(t.Notes) == 0 {
+			continue
+		}
+		if last := t.Notes[len(t.Notes)-1]; strings.HasSuffix(last, skippedNote(giveUpPolicy, 0)) || skippedAfterRe.MatchString(last) {
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,35 @@
+//go:build unix
+
+package coordinator
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// tryLock takes a flock on f without waiting; errLockHeld when another
+// process holds one that excludes it.
+func tryLock(f *os.File, mode lockMode) error {
+	how := syscall.LOCK_EX | syscall.LOCK_NB
+	if mode == lockShared {
+		how = syscall.LOCK_SH | syscall.LOCK_NB
+	}
+	err := flock(f, how)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return errLockHeld
+	}
+	return err
+}
+
+// unlock gives the flock up.
+func unlock(f *os.File) { _ = flock(f, syscall.LOCK_UN) }
+
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}

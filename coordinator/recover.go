@@ -1,0 +1,233 @@
+package coordinator
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// resume continues the session recorded in RALPH_TASKS.md, if it was
+// interrupted (it says running, but this coordinator now holds the lock, so
+// its ralph is gone) or paused: the same id, iteration counter, token and
+// cost totals, git baseline and start time. After an interruption it first
+// stops the recorded agent if that very process still runs, puts the task
+// it was doing back to pending with attempts+1 and a note saying when and
+// in which phase it was cut short, and records a "recovered" progress
+// entry. It reports whether it resumed.
+func (c *Coordinator) resume() (bool, error) {
+	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		return false, err
+	}
+	old, _ := tasks.Session()
+	if old == nil {
+		return false, nil
+	}
+	switch old.Status {
+	case mdstate.SessionRunning, mdstate.SessionInterrupted, mdstate.SessionPaused:
+	default:
+		return false, nil
+	}
+	interrupted := old.Status != mdstate.SessionPaused
+	if interrupted && old.Phase == mdstate.PhaseEnding {
+		return false, c.finishEnded(old)
+	}
+	c.session = c.continued(old)
+	if interrupted {
+		// Recovered even when a new session follows: the agent stopped,
+		// the task put back, a lost entry written.
+		if err := c.recoverInterrupted(old, tasks); err != nil {
+			return false, err
+		}
+	}
+	if c.opts.NewSession {
+		c.pace.retry = ""
+		return false, c.endReplaced()
+	}
+	if !interrupted {
+		if err := c.saveSession(nil); err != nil {
+			return false, err
+		}
+	}
+	c.emit(Event{Kind: EventResumed, Text: resumedText(old, interrupted)})
+	return true, nil
+}
+
+// continued is the session old, running again under this coordinator.
+func (c *Coordinator) continued(old *mdstate.Session) mdstate.Session {
+	s := *old
+	s.Status, s.Phase, s.Reason, s.PID, s.Line = mdstate.SessionRunning, mdstate.PhaseStarting, "", os.Getpid(), 0
+	s.Child, s.ChildStart, s.Result = 0, 0, nil
+	if !s.WaitUntil.IsZero() {
+		c.pace.retry = s.Task // a limit stopped it: it goes first after the wait
+	}
+	s.Agent, s.Model = c.opts.Agent.Name(), c.opts.Model
+	if c.opts.MaxIterations > 0 {
+		s.MaxIterations = s.Iteration + c.opts.MaxIterations
+	}
+	return s
+}
+
+func resumedText(old *mdstate.Session, interrupted bool) string {
+	how := "paused"
+	if interrupted {
+		how = "interrupted"
+	}
+	what := fmt.Sprintf("resuming session %s (%s at iteration %d", old.ID, how, old.Iteration)
+	if old.Task != "" {
+		what += ", task " + old.Task
+	}
+	if interrupted && old.Phase != "" {
+		what += ", phase " + string(old.Phase)
+	}
+	return what + ")"
+}
+
+// recoverInterrupted cleans up after a session's coordinator died: it
+// stops the recorded agent if that very process (or what is left of its
+// group) still runs, writes the last iteration's entry if it was lost,
+// records a "recovered" entry, and puts the task that was in progress back
+// to pending with attempts+1 and a note (skipped once the attempts reach
+// --max-attempts), in the write that saves the session as running again.
+// A kill in the middle repeats it: the entry is written once, the attempt
+// counted once.
+func (c *Coordinator) recoverInterrupted(old *mdstate.Session, tasks *mdstate.Checklist) error {
+	killed := 0
+	if old.Child > 0 {
+		if ok, err := proc.KillGroupIfSame(old.Child, old.ChildStart); err != nil {
+			return fmt.Errorf("stop the interrupted session's agent (pid %d): %w", old.Child, err)
+		} else if ok {
+			killed = old.Child
+		}
+	}
+	var task *mdstate.Item
+	if old.Task != "" {
+		if t := tasks.Find(old.Task); t != nil && t.Status == mdstate.InProgress {
+			task = t
+		}
+	}
+	// Killed after iterate saved the task's new status but before its
+	// progress entry was appended: the entry is written now, before the
+	// session moves on (phase "starting").
+	if err := c.restoreEntry(old, tasks); err != nil {
+		return err
+	}
+	// The entry before the session's write: a kill between the two
+	// writes it again, rather than not at all.
+	if err := c.p.AppendProgress(recoveredEntry(c.opts.Now(), old, killed)); err != nil {
+		return err
+	}
+	return c.saveSession(func(e *mdstate.ChecklistEdit) error {
+		if task == nil {
+			return nil
+		}
+		return c.putBack(e, task, old)
+	})
+}
+
+// putBack returns an interrupted session's task to pending with
+// attempts+1 and a note, or skips it once its attempts are used up.
+func (c *Coordinator) putBack(e *mdstate.ChecklistEdit, task *mdstate.Item, old *mdstate.Session) error {
+	attempts := task.Attempts + 1
+	status := mdstate.Pending
+	note := fmt.Sprintf("interrupted at %s during phase %s (iteration %d); ralph resumed the session",
+		old.Updated.UTC().Format(time.RFC3339), orNone(string(old.Phase)), old.Iteration)
+	if attempts >= c.opts.MaxAttempts {
+		status, note = mdstate.Skipped, note+skippedNote(giveUpAttempts, attempts)
+	}
+	if err := e.SetStatus(task.ID, status); err != nil {
+		return err
+	}
+	if err := e.SetMeta(task.ID, "attempts", strconv.Itoa(attempts)); err != nil {
+		return err
+	}
+	return e.AddMeta(task.ID, "note", note)
+}
+
+// endReplaced ends the session a --new-session run replaces, with its
+// summary entry, as a clean finish would.
+func (c *Coordinator) endReplaced() error {
+	c.session.Phase, c.session.Reason = mdstate.PhaseEnding, string(StopReplaced)
+	if err := c.saveSession(nil); err != nil {
+		return err
+	}
+	if err := c.summarize(Outcome{Reason: StopReplaced, Detail: "a new session (--new-session) replaced it"}); err != nil {
+		return err
+	}
+	c.session.Status, c.session.Phase = mdstate.SessionEnded, ""
+	return c.saveSession(nil)
+}
+
+// restoreEntry writes the progress entry of an interrupted session's last
+// iteration when ralph was killed in phase "writing", after it saved the
+// task's new status with the iteration's result but before it appended the
+// entry. Without it the session's totals would count tokens no entry shows,
+// and a done task would have no "outcome: done" entry. The entry, if it was
+// written, is no older than that save (the session's "updated"), and names
+// the task's ID (a person may have renamed it since) and the iteration. A
+// session saved by an older ralph has no result: a done task still gets
+// its entry, without duration, tokens or cost.
+func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklist) error {
+	if old.Phase != mdstate.PhaseWriting || old.Task == "" || old.Iteration == 0 {
+		return nil
+	}
+	t := tasks.Find(old.Task)
+	switch {
+	case t == nil && old.Result != nil:
+		// A person removed the task meanwhile: its entry still counts.
+		t = &mdstate.Item{ID: old.Task, Title: "(removed from " + mdstate.TasksFile + ")"}
+	case t == nil || (old.Result == nil && t.Status != mdstate.Done):
+		return nil
+	}
+	log, err := c.p.ReadProgress(1000)
+	if err != nil {
+		return err
+	}
+	since := old.Updated.Truncate(time.Second)
+	if since.IsZero() {
+		since = old.Started.Truncate(time.Second)
+	}
+	if hasIterationEntry(log, t.ID, old.Iteration, since) {
+		return nil // written before the kill
+	}
+	return c.p.AppendProgress(restoredEntry(c.opts.Now(), old, t))
+}
+
+// summarize records a session's end in the progress log.
+func (c *Coordinator) summarize(out Outcome) error {
+	s := &c.session
+	e := summaryEntry(c.opts.Now(), s, string(out.Reason), c.opts.Now().Sub(s.Started), out.Detail)
+	if err := c.p.AppendProgress(e); err != nil {
+		return err
+	}
+	c.emit(Event{Kind: EventStateWritten, File: mdstate.ProgressFile})
+	return nil
+}
+
+// finishEnded completes a session that was killed while it ended: its
+// summary entry is written if the kill came before it, and the session is
+// recorded as ended. The run then starts a new session.
+func (c *Coordinator) finishEnded(old *mdstate.Session) error {
+	log, err := c.p.ReadProgress(1)
+	if err != nil {
+		return err
+	}
+	if n := len(log.Recent); n == 0 || !isSummaryOf(log.Recent[n-1], old.ID) {
+		reason := old.Reason
+		if reason == "" {
+			reason = "unknown"
+		}
+		e := summaryEntry(c.opts.Now(), old, reason, -1, "written on the next start: ralph was stopped while it ended the session")
+		if err := c.p.AppendProgress(e); err != nil {
+			return err
+		}
+	}
+	c.session = *old
+	c.session.Status, c.session.Phase, c.session.Child, c.session.ChildStart, c.session.Line = mdstate.SessionEnded, "", 0, 0, 0
+	c.session.Result = nil
+	return c.saveSession(nil)
+}

@@ -1,0 +1,83 @@
+// Package mdstate reads and writes ralph's state: five markdown files in
+// the project root (AGENT.md, RALPH_GOALS.md, RALPH_TASKS.md,
+// RALPH_PROGRESS.md, RALPH_TODO.md), written for people first. It is the
+// only package that writes them; docs/state-format.md is their format, and
+// every example there is a test fixture.
+//
+// # What it parses
+//
+// Block structure only, with goldmark (no inline parsing), after a UTF-8
+// byte-order mark and YAML front matter, which are kept and ignored:
+//
+//   - Checklists (tasks, goals, to-dos): list items that start with a
+//     checkbox whose character is the status, an optional ID ("T3: "),
+//     and "- key: value" lines under them. Checkboxes in block quotes, code,
+//     HTML and front matter are text. Items without an ID get a provisional
+//     one, the same on every read, written at the next write.
+//   - In RALPH_TASKS.md, the "## Session" section (the coordinator's
+//     record, Session) and the "## Guidance" section (queued messages for
+//     the agents, Guidance).
+//   - In AGENT.md, every top-level list item as a learning.
+//   - The progress log is scanned, not parsed: entry headings ("## " at
+//     the start of a line, outside fences and HTML comments) are found in
+//     fixed-size blocks, and only the last entries asked for are parsed, so
+//     reading the status costs the same at 100 entries or 100,000. A memo of
+//     the scan in .ralph/progress.index is used only while the log's size,
+//     times and inode are those it was made from.
+//
+// What it cannot read is a warning with file and line (a bad priority, an
+// unknown dependency, a cycle), never an error and never a lost line. A
+// file that is not text it may edit is a FileError naming the file, the
+// line and what to do: a NUL byte, invalid UTF-8, a line over MaxLineBytes,
+// a file over MaxFileBytes (the progress log excepted), a directory or
+// other non-regular file; for a write, a file without write permission
+// ("hands off").
+//
+// # Edits are byte splices, checked
+//
+// A file is never re-rendered. A change (ChecklistEdit, AddLearning) is a
+// set of byte ranges, taken from the AST, and the text to put there:
+// collected, sorted, rejected if they overlap, spliced, and the result
+// parsed again and compared with what the change should mean, item by
+// item, and for the session and guidance sections, message by message. If
+// anything else would read differently, the edit fails with ErrVerify and
+// nothing is written. Everything the change does not need keeps its bytes:
+// prose, unknown lines, CRLF line endings, a byte-order mark, trailing
+// blanks, tabs.
+//
+// # Writes are atomic, durable, locked and known
+//
+//   - A file is replaced by writing a temporary file in the same folder,
+//     fsync, rename over the target, fsync the folder; it keeps its mode,
+//     and a symlink stays a link. A crash leaves the old file or the new
+//     one. A new file is linked into place, which never replaces one that
+//     appeared meanwhile (CreateFile, EnsureFile).
+//   - The progress log is only appended to, with one write after a
+//     write-ahead record in .ralph/progress.journal; the next write (or
+//     Recover) finishes an append a crash cut short, so an entry is in the
+//     log whole or not at all.
+//   - Every read-modify-write holds the state lock, an exclusive lock on
+//     .ralph/state.lock (flock on Unix, LockFileEx on Windows) that every
+//     ralph process takes and the system releases when a process dies. A person's editor does not take it, so
+//     a write checks that the file still holds the bytes it read, and if a
+//     person saved meanwhile it starts again from their version.
+//   - A Project remembers what its last write left in each file
+//     (ChangedSinceOwnWrite: the file's identity and a hash of its bytes,
+//     or for the progress log its identity, size, mtime and a hash of its
+//     end), so that a file watcher can tell ralph's own writes from a
+//     person's.
+//
+// A Project may be used from several goroutines; a ChecklistEdit belongs
+// to one.
+//
+// # What it never does
+//
+// It never reformats a file, writes bytes that failed their check,
+// "fixes" a file it cannot read, truncates a file in place, rewrites the
+// progress log to add to it (only ReplaceFile, a restore, replaces it
+// whole), or deletes a state file. It does not run processes, read
+// environment variables, or know about git: history and commits belong to
+// gitctx, and when and why to write to its callers. .ralph/ holds only
+// runtime files (locks, journal, index, backups); deleting it loses no
+// state.
+package mdstate
