@@ -43,120 +43,170 @@ func (r *Report) Prompt(opts PromptOptions) (string, *mdstate.Item) {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	st := r.State
 	cur := r.currentTask(opts.Task)
-	var blocks []block
-
-	// Essentials.
-	var goals []string
-	if st.Goals != nil {
-		for _, g := range st.Goals.Items {
-			if g.Status != mdstate.Done && g.Status != mdstate.Skipped {
-				goals = append(goals, "- "+g.ID+": "+g.Title)
-			}
-		}
-	}
-	blocks = append(blocks, block{title: "Goals", items: goals})
-	if cur != nil {
-		blocks = append(blocks, block{title: "Current task", items: []string{r.taskText(cur)}})
-		if deps := r.depOutcomes(cur); len(deps) > 0 {
-			blocks = append(blocks, block{title: "What it builds on", items: deps})
-		}
-	}
-	if st.Agent != nil && len(st.Agent.Learnings) > 0 {
-		var ls []string
-		for _, l := range st.Agent.Learnings {
-			ls = append(ls, "- "+strings.ReplaceAll(l.Text, "\n", "\n  "))
-		}
-		blocks = append(blocks, block{title: "Learnings (AGENT.md)", items: ls, droppable: true, noun: "learnings", one: "learning"})
-	}
-
-	// Context, least relevant last.
-	if p := r.Project; p != nil {
-		var items []string
-		for _, t := range p.Types {
-			s := "- " + t.Name + " project in " + t.Dir
-			if t.PackageManager != "" {
-				s += " (" + t.PackageManager + ")"
-			}
-			items = append(items, s)
-		}
-		for _, c := range p.Commands.Build {
-			items = append(items, "- build: `"+c.Run+"` in "+c.Dir)
-		}
-		for _, c := range p.Commands.Test {
-			items = append(items, "- test: `"+c.Run+"` in "+c.Dir)
-		}
-		for _, c := range p.Commands.Lint {
-			items = append(items, "- lint: `"+c.Run+"` in "+c.Dir)
-		}
-		blocks = append(blocks, block{title: "Project", items: items, droppable: true, noun: "project details", one: "project detail"})
-	}
-	if g := r.Git; g != nil {
-		items := []string{"- " + g.describeHead()}
-		if g.Status.Available {
-			items = append(items, fmt.Sprintf("- work tree: %d modified, %d added, %d deleted, %d untracked", len(g.Status.Modified), len(g.Status.Added), len(g.Status.Deleted), len(g.Status.Untracked)))
-		}
-		blocks = append(blocks, block{title: "Git", items: items, droppable: true, noun: "git details", one: "git detail"})
-		// Commits are a block of their own so that the line saying what
-		// was left out counts commits as commits.
-		var commits []string
-		for _, c := range g.Recent {
-			commits = append(commits, fmt.Sprintf("- %s %s (%s)", short(c.Hash), c.Subject, c.Time.Format("2006-01-02")))
-		}
-		blocks = append(blocks, block{title: "Recent commits", items: commits, droppable: true, noun: "commits", one: "commit"})
-	}
-	if st.Tasks != nil {
-		var items []string
-		for _, t := range st.Tasks.Ready() {
-			if cur == nil || t.ID != cur.ID {
-				items = append(items, "- "+t.ID+" (ready): "+t.Title)
-			}
-		}
-		ready := map[string]bool{}
-		for _, t := range st.Tasks.Ready() {
-			ready[t.ID] = true
-		}
-		var waiting []string
-		for _, t := range st.Tasks.Items {
-			if cur != nil && t.ID == cur.ID {
-				continue
-			}
-			switch {
-			case t.Status == mdstate.InProgress || t.Status == mdstate.Blocked:
-				items = append(items, "- "+t.ID+" ("+strings.ReplaceAll(string(t.Status), "_", " ")+"): "+t.Title)
-			case t.Status == mdstate.Pending && !ready[t.ID]:
-				// Pending but waiting: often for the current task, which
-				// is worth knowing while working on it.
-				var on []string
-				for _, ref := range t.After {
-					if dep := st.Tasks.Find(ref); dep == nil || dep.Status != mdstate.Done {
-						on = append(on, ref)
-					}
-				}
-				waiting = append(waiting, "- "+t.ID+" (waiting for "+strings.Join(on, ", ")+"): "+t.Title)
-			}
-		}
-		items = append(items, waiting...)
-		blocks = append(blocks, block{title: "Other open tasks (not yours now)", items: items, droppable: true, noun: "tasks", one: "task"})
-	}
-	if st.Todos != nil {
-		var items []string
-		for _, t := range st.Todos.Items {
-			if t.Status != mdstate.Done && t.Status != mdstate.Skipped {
-				items = append(items, "- "+t.ID+": "+t.Title)
-			}
-		}
-		blocks = append(blocks, block{title: "Open to-dos", items: items, droppable: true, noun: "to-dos", one: "to-do"})
-	}
-	if lg := st.Progress; lg != nil && len(lg.Recent) > 0 {
-		var items []string
-		for _, e := range lg.Recent {
-			items = append(items, progressLine(e))
-		}
-		blocks = append(blocks, block{title: "Recent progress (oldest first)", items: items, droppable: true, noun: "progress entries", one: "progress entry", dropFirst: true})
-	}
+	// Essentials first, then context, least relevant last.
+	blocks := []block{r.goalsBlock()}
+	blocks = append(blocks, r.taskBlocks(cur)...)
+	blocks = append(blocks, r.learningsBlock()...)
+	blocks = append(blocks, r.projectBlock()...)
+	blocks = append(blocks, r.gitBlocks()...)
+	blocks = append(blocks, r.otherTasksBlock(cur)...)
+	blocks = append(blocks, r.todosBlock()...)
+	blocks = append(blocks, r.progressBlock()...)
 	return fit(blocks, budget), cur
+}
+
+// goalsBlock lists the open goals.
+func (r *Report) goalsBlock() block {
+	var goals []string
+	if g := r.State.Goals; g != nil {
+		for _, it := range g.Items {
+			if it.Status != mdstate.Done && it.Status != mdstate.Skipped {
+				goals = append(goals, "- "+it.ID+": "+it.Title)
+			}
+		}
+	}
+	return block{title: "Goals", items: goals}
+}
+
+// taskBlocks is the current task and what it builds on.
+func (r *Report) taskBlocks(cur *mdstate.Item) []block {
+	if cur == nil {
+		return nil
+	}
+	blocks := []block{{title: "Current task", items: []string{r.taskText(cur)}}}
+	if deps := r.depOutcomes(cur); len(deps) > 0 {
+		blocks = append(blocks, block{title: "What it builds on", items: deps})
+	}
+	return blocks
+}
+
+func (r *Report) learningsBlock() []block {
+	a := r.State.Agent
+	if a == nil || len(a.Learnings) == 0 {
+		return nil
+	}
+	var ls []string
+	for _, l := range a.Learnings {
+		ls = append(ls, "- "+strings.ReplaceAll(l.Text, "\n", "\n  "))
+	}
+	return []block{{title: "Learnings (AGENT.md)", items: ls, droppable: true, noun: "learnings", one: "learning"}}
+}
+
+func (r *Report) projectBlock() []block {
+	p := r.Project
+	if p == nil {
+		return nil
+	}
+	var items []string
+	for _, t := range p.Types {
+		s := "- " + t.Name + " project in " + t.Dir
+		if t.PackageManager != "" {
+			s += " (" + t.PackageManager + ")"
+		}
+		items = append(items, s)
+	}
+	for _, c := range p.Commands.Build {
+		items = append(items, "- build: `"+c.Run+"` in "+c.Dir)
+	}
+	for _, c := range p.Commands.Test {
+		items = append(items, "- test: `"+c.Run+"` in "+c.Dir)
+	}
+	for _, c := range p.Commands.Lint {
+		items = append(items, "- lint: `"+c.Run+"` in "+c.Dir)
+	}
+	return []block{{title: "Project", items: items, droppable: true, noun: "project details", one: "project detail"}}
+}
+
+func (r *Report) gitBlocks() []block {
+	g := r.Git
+	if g == nil {
+		return nil
+	}
+	items := []string{"- " + g.describeHead()}
+	if g.Status.Available {
+		items = append(items, fmt.Sprintf("- work tree: %d modified, %d added, %d deleted, %d untracked", len(g.Status.Modified), len(g.Status.Added), len(g.Status.Deleted), len(g.Status.Untracked)))
+	}
+	// Commits are a block of their own so that the line saying what was
+	// left out counts commits as commits.
+	var commits []string
+	for _, c := range g.Recent {
+		commits = append(commits, fmt.Sprintf("- %s %s (%s)", short(c.Hash), c.Subject, c.Time.Format("2006-01-02")))
+	}
+	return []block{
+		{title: "Git", items: items, droppable: true, noun: "git details", one: "git detail"},
+		{title: "Recent commits", items: commits, droppable: true, noun: "commits", one: "commit"},
+	}
+}
+
+// otherTasksBlock lists the open tasks besides the current one: ready,
+// in progress or blocked, then those waiting for others.
+func (r *Report) otherTasksBlock(cur *mdstate.Item) []block {
+	tasks := r.State.Tasks
+	if tasks == nil {
+		return nil
+	}
+	var items []string
+	ready := map[string]bool{}
+	for _, t := range tasks.Ready() {
+		ready[t.ID] = true
+		if cur == nil || t.ID != cur.ID {
+			items = append(items, "- "+t.ID+" (ready): "+t.Title)
+		}
+	}
+	var waiting []string
+	for _, t := range tasks.Items {
+		if cur != nil && t.ID == cur.ID {
+			continue
+		}
+		switch {
+		case t.Status == mdstate.InProgress || t.Status == mdstate.Blocked:
+			items = append(items, "- "+t.ID+" ("+strings.ReplaceAll(string(t.Status), "_", " ")+"): "+t.Title)
+		case t.Status == mdstate.Pending && !ready[t.ID]:
+			// Pending but waiting: often for the current task, which is
+			// worth knowing while working on it.
+			waiting = append(waiting, "- "+t.ID+" (waiting for "+strings.Join(openDeps(tasks, t.After), ", ")+"): "+t.Title)
+		}
+	}
+	items = append(items, waiting...)
+	return []block{{title: "Other open tasks (not yours now)", items: items, droppable: true, noun: "tasks", one: "task"}}
+}
+
+// openDeps lists the tasks of after that are not done.
+func openDeps(tasks *mdstate.Checklist, after []string) []string {
+	var on []string
+	for _, ref := range after {
+		if dep := tasks.Find(ref); dep == nil || dep.Status != mdstate.Done {
+			on = append(on, ref)
+		}
+	}
+	return on
+}
+
+func (r *Report) todosBlock() []block {
+	todos := r.State.Todos
+	if todos == nil {
+		return nil
+	}
+	var items []string
+	for _, t := range todos.Items {
+		if t.Status != mdstate.Done && t.Status != mdstate.Skipped {
+			items = append(items, "- "+t.ID+": "+t.Title)
+		}
+	}
+	return []block{{title: "Open to-dos", items: items, droppable: true, noun: "to-dos", one: "to-do"}}
+}
+
+func (r *Report) progressBlock() []block {
+	lg := r.State.Progress
+	if lg == nil || len(lg.Recent) == 0 {
+		return nil
+	}
+	var items []string
+	for _, e := range lg.Recent {
+		items = append(items, progressLine(e))
+	}
+	return []block{{title: "Recent progress (oldest first)", items: items, droppable: true, noun: "progress entries", one: "progress entry", dropFirst: true}}
 }
 
 const header = "# Project context from ralph\n\nralph rebuilt this from the project's state files and git.\n"
