@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,14 +12,16 @@ import (
 )
 
 // This file is the one pipeline the loop and the one-shot share: run an
-// agent on a request, keep its raw output in a log, and classify how it
-// ended; then file what it reported.
+// agent on a request, keep its raw output in a log (logs.go), clean what it
+// hands back (agenttext.go), and classify how it ended; then file what it
+// reported.
 
 // request is one agent run.
 type request struct {
 	Prompt  string
 	LogName string // the raw log's file name under .ralph/logs
 	OnStart func(pid int)
+	Mark    string // the session's mark on the agent's processes (sessionMark)
 	OnEvent func(agent.Event)
 }
 
@@ -42,13 +42,13 @@ type attempt struct {
 }
 
 // runAgent runs o.Agent on req. Its error is ralph's (the log cannot be
-// created); an agent that cannot start is a failed attempt.
+// created); an agent that cannot start is a failed attempt. Everything the
+// agent hands back, its events included, is agent text (cleanResult).
 func runAgent(ctx context.Context, o Options, req request) (attempt, error) {
-	logPath := filepath.Join(o.Root, mdstate.RuntimeDir, "logs", req.LogName)
-	_ = os.MkdirAll(filepath.Dir(logPath), 0o755)
-	raw, err := os.Create(logPath)
+	red := o.redactor()
+	raw, err := openLog(o.Root, req.LogName, o.Resources, red)
 	if err != nil {
-		return attempt{}, fmt.Errorf("create the iteration log: %w", err)
+		return attempt{}, err
 	}
 	defer raw.Close()
 	onEvent := req.OnEvent
@@ -59,16 +59,17 @@ func runAgent(ctx context.Context, o Options, req request) (attempt, error) {
 	res, runErr := o.Agent.Run(ctx, agent.Request{
 		Prompt: req.Prompt, Dir: o.Root, Model: o.Model, Env: o.Env, RawLog: raw,
 		NoOutputTimeout: o.NoOutputTimeout, Timeout: o.IterationTimeout, Grace: o.Grace,
-		OnStart: req.OnStart,
-	}, onEvent)
-	a := classify(ctx, res, runErr)
+		OnStart: req.OnStart, Mark: req.Mark, MaxTurns: o.MaxTurns, Permission: o.Permission,
+	}, func(ev agent.Event) { onEvent(cleanEvent(ev, red)) })
+	a := classify(ctx, cleanResult(res, red), runErr)
+	a.Note = cleanAgentText(a.Note, red) // a start error may quote the command line
 	a.Took = o.Now().Sub(start)
 	return a, nil
 }
 
 // classify reads how an agent run ended.
 func classify(ctx context.Context, res agent.Result, runErr error) attempt {
-	a := attempt{Result: res, Report: ParseReport(res.Final), Outcome: OutcomeFailed}
+	a := attempt{Result: res, Report: boundReport(ParseReport(res.Final)), Outcome: OutcomeFailed}
 	switch {
 	case runErr != nil:
 		a.Note = "the agent could not start: " + runErr.Error()
@@ -118,7 +119,9 @@ func failureNote(res agent.Result) string {
 }
 
 // fileReport files an agent's learnings and to-dos. emit, when set, is
-// told of each file written.
+// told of each file written. It may be called again for the same report
+// (recovery finishes one a kill cut short): a learning AGENT.md has, or a
+// to-do RALPH_TODO.md has, is not added again.
 func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) error {
 	if emit == nil {
 		emit = func(Event) {}
@@ -130,7 +133,7 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) error {
 			continue
 		}
 		if err := p.Learn(l); err != nil {
-			return err
+			return fmt.Errorf("file a learning the agent reported: %w", err)
 		}
 		emit(Event{Kind: EventStateWritten, File: mdstate.AgentFile})
 	}
@@ -138,20 +141,33 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) error {
 		return nil
 	}
 	if _, err := p.EnsureFile(mdstate.TodoFile); err != nil {
-		return err
+		return fmt.Errorf("file the to-dos the agent reported: %w", err)
 	}
+	added := false
 	_, err := p.UpdateChecklist(mdstate.TodoKind, func(e *mdstate.ChecklistEdit) error {
+		added = false
+		have := map[string]bool{}
+		for _, it := range e.Checklist().Items {
+			have[strings.ToLower(oneLineText(it.Title))] = true
+		}
 		for _, t := range rep.Todos {
-			if _, err := e.Add(t); err != nil {
-				return err
+			if key := strings.ToLower(oneLineText(t)); !have[key] {
+				have[key] = true
+				if _, err := e.Add(t); err != nil {
+					return err
+				}
+				added = true
 			}
 		}
 		return nil
 	})
-	if err == nil {
+	if err != nil {
+		return fmt.Errorf("file the to-dos the agent reported: %w", err)
+	}
+	if added {
 		emit(Event{Kind: EventStateWritten, File: mdstate.TodoFile})
 	}
-	return err
+	return nil
 }
 
 func hasLearning(a *mdstate.Agent, text string) bool {

@@ -135,6 +135,7 @@ func TestClaudeLoopInterruptIgnoringChild(t *testing.T) {
 // result line after it still completes the task.
 func TestClaudeLoopHugeOutput(t *testing.T) {
 	opts, _ := fakeClaudeOptions(t, "huge")
+	opts.Resources.LogMaxSize = Off // the whole line in the log, not the cap's head and tail
 	co := newCoordinator(t, opts)
 	runtime.GC()
 	var base runtime.MemStats

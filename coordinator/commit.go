@@ -14,7 +14,9 @@ import (
 // session. It returns the commit's short hash ("" when there was nothing
 // to commit), or why it failed: a failed commit is noted, not fatal.
 func (c *Coordinator) commitTask(ctx context.Context, dirtyBefore []string, task *mdstate.Item) (string, string) {
-	hash, err := c.commit(ctx, dirtyBefore, "ralph: "+task.ID+" "+task.Title)
+	// The title is read back from RALPH_TASKS.md, which the agent may
+	// have edited: a secret in it stays out of git's history.
+	hash, err := c.commit(ctx, dirtyBefore, c.opts.redactor().redact(mdstate.CleanText("ralph: "+task.ID+" "+task.Title)))
 	switch {
 	case err != nil:
 		return "", err.Error()

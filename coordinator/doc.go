@@ -48,7 +48,21 @@
 // Everything: the session (counters, the current task, the agent's pid,
 // an iteration's result between its two writes, a limit's wait) is in
 // RALPH_TASKS.md's session block, queued guidance in its guidance list.
-// The next start recovers an interrupted session (see Run).
+// The next start recovers an interrupted session (see Run). A task's
+// status and its agent's report are one step: the report is kept in
+// .ralph/report.json before the status is saved, and recovery files what
+// of it is missing.
+//
+// # What an agent hands back
+//
+// It is data: its final message, error text and events are repaired
+// (invalid UTF-8 and control characters become U+FFFD) and redacted
+// (Options.Secrets, the secrets of Options.Env and well-known token
+// shapes become Redacted) as they come in, before any file, log, event or
+// commit message. Before each agent starts, the guards check that the
+// state files its report goes to will take it and that the disk has room
+// (Options.Resources, StopLowDisk); its log is capped and the logs folder
+// pruned.
 //
 // The one-shot (OneShot) shares the engine's pipeline: run an agent on a
 // request, classify how it ended, file what it reported, write a progress

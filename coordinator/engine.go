@@ -24,12 +24,26 @@ type Agent interface {
 // Options configure a coordinator. Zero values mean "no limit" or the
 // documented default.
 type Options struct {
-	Root             string
-	Agent            Agent
-	Model            string
-	MaxIterations    int
-	MaxCost          float64       // USD
-	MaxTime          time.Duration // wall clock for one run
+	Root          string
+	Agent         Agent
+	Model         string
+	MaxIterations int
+	// MaxCost (USD, the session's), MaxTokens (the session's, in and out)
+	// and MaxTime (one run's wall clock) are checked between iterations
+	// and against what the agent streams while it works: crossing one
+	// stops the agent at once (its task goes back to pending with a note
+	// naming the limit) and ends the run with StopLimit. While the agent
+	// works its cost is claude's estimate from agent.PriceOf, replaced by
+	// the CLI's own figure at the end.
+	MaxCost   float64
+	MaxTokens int64
+	MaxTime   time.Duration
+	// MaxTurns caps each iteration's model calls, for agents whose CLI
+	// takes a cap (claude --max-turns); zero means none.
+	MaxTurns int
+	// Permission is what the agent may do without asking; "" is
+	// agent.PermissionBypass.
+	Permission       agent.Permission
 	TaskID           string        // work on this task only
 	Env              []string      // the children's environment; nil: ralph's
 	Command          string        // who runs it, for the lock: "ralph run"
@@ -60,6 +74,12 @@ type Options struct {
 	// Git locates the user's git configuration for the project scan (the
 	// entry point reads it from the environment).
 	Git projectdetect.GitConfig
+	// Secrets are replaced by Redacted in everything ralph writes from an
+	// agent (the entry point reads them from the environment with
+	// SecretsFromEnv); those of Env are added.
+	Secrets []string
+	// Resources bounds free disk space and the agents' logs.
+	Resources Resources
 }
 
 // withDefaults fills in the documented defaults.
@@ -195,14 +215,28 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	go func() {
 		out, err := c.run(runCtx)
 		cancel(nil)
-		c.ctl.Lock()
-		c.last = runEnd{out, err}
-		c.running, c.stopRun, c.stopIter = false, nil, nil
-		c.snap.Running = false
-		c.ctl.Unlock()
+		c.ended(out, err)
 		close(done)
 	}()
 	return nil
+}
+
+// ended records a run's end and sends its stopped event, under the same
+// lock: a front end that sees EventStopped can Start again at once, and no
+// event of a new run comes before it.
+func (c *Coordinator) ended(out Outcome, err error) {
+	e := Event{Kind: EventStopped, Time: c.opts.Now(), Stop: out.Reason, Reason: string(out.Reason), Text: out.Detail}
+	if err != nil {
+		e.Stop, e.Reason, e.Text = StopError, string(StopError), err.Error()
+	}
+	c.ctl.Lock()
+	defer c.ctl.Unlock()
+	c.last = runEnd{out, err}
+	c.running, c.stopRun, c.stopIter = false, nil, nil
+	c.snap.Running, c.snap.Paused, c.snap.WaitUntil = false, false, time.Time{}
+	c.snap.Task, c.snap.Title, c.snap.Tool = "", "", ""
+	c.snap.Last = e
+	c.events.send(e)
 }
 
 // Wait waits for the current run, or returns the last one's outcome.
@@ -279,9 +313,10 @@ func (c *Coordinator) Stop(hard bool) {
 }
 
 // Close stops a run that is still going (hard), closes the event stream
-// and gives the lock up.
+// and gives the lock up. No run starts once Close has begun. Called from
+// the goroutine that reads Events while events are still queued, it waits
+// up to a second for them to be read.
 func (c *Coordinator) Close() {
-	c.Stop(true)
 	c.ctl.Lock()
 	already := c.closed
 	c.closed = true
@@ -289,9 +324,15 @@ func (c *Coordinator) Close() {
 	if already {
 		return
 	}
+	c.Stop(true)
 	c.events.close()
 	c.lock.Release()
 }
+
+// Project is the coordinator's view of the state files. A front end that
+// writes them itself (chat's task add, say) should do so through it, so
+// that Notify tells its writes from a person's.
+func (c *Coordinator) Project() *mdstate.Project { return c.p }
 
 // emit stamps e and hands it to the stream.
 func (c *Coordinator) emit(e Event) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -261,7 +262,11 @@ func TestEngineHardStop(t *testing.T) {
 	if err != nil || out.Reason != StopInterrupted {
 		t.Errorf("outcome %+v, %v", out, err)
 	}
-	t.Logf("Stop(true) took %s", took)
+	// The figure is a benchmark's (BenchmarkStopHard); this bound only
+	// tells a hard stop from the 3 s grace of a soft one.
+	if took > 2*time.Second {
+		t.Errorf("Stop(true) took %s: not a hard stop", took)
+	}
 }
 
 // fieldList is an entry's list field.
@@ -395,7 +400,8 @@ func TestEngineGuidanceSurvivesKill(t *testing.T) {
 }
 
 // A backoff before a retry is an event with its delay, and Pause cuts it
-// short; a wait for a limit carries its end as a time.
+// short (a wait for a limit carries its end as a time: see
+// TestPauseDuringLimitWait).
 func TestEngineTypedRetryAndWaitEvents(t *testing.T) {
 	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
 	fa := &fakeAgent{reply: func(n int) agent.Result {
@@ -424,5 +430,82 @@ func TestEngineTypedRetryAndWaitEvents(t *testing.T) {
 	}
 	if retry == nil || retry.Delay != time.Minute || retry.Attempt != 1 || retry.Task != "T1" {
 		t.Errorf("retry event %+v (the backoff is capped at a minute)", retry)
+	}
+}
+
+// A front end that polls Snapshot while runs come and go, and starts a new
+// run as soon as it sees a stopped event, never gets ErrRunning and never
+// sees a run still marked running after its stopped event (run under
+// -race: no data race either).
+func TestEngineStartOnStoppedEvent(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(6)})
+	fa := &fakeAgent{}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	fa.before = func(int) { co.Pause() }
+	poll := make(chan struct{})
+	go func() {
+		defer close(poll)
+		for i := 0; i < 2000; i++ {
+			_ = co.Snapshot()
+		}
+	}()
+	if err := co.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	runs := 1
+	for e := range co.Events() {
+		if e.Kind != EventStopped {
+			continue
+		}
+		if snap := co.Snapshot(); snap.Running || snap.Paused {
+			t.Errorf("after run %d's stopped event: running %v, paused %v", runs, snap.Running, snap.Paused)
+		}
+		if e.Stop == StopAllDone {
+			break
+		}
+		if e.Stop != StopPaused {
+			t.Fatalf("run %d stopped: %+v", runs, e)
+		}
+		if err := co.Start(t.Context()); err != nil {
+			t.Fatalf("Start after run %d's stopped event: %v", runs, err)
+		}
+		runs++
+	}
+	<-poll
+	if runs != 7 || fa.calls() != 6 {
+		t.Errorf("%d runs, %d agent calls; want 7 and 6", runs, fa.calls())
+	}
+}
+
+// A stop that comes right after the agent answered COMPLETE keeps the
+// task's commit (--commit): the commit is not made under the stopped
+// context.
+func TestEngineStopKeepsCommit(t *testing.T) {
+	gitctxtest.Isolate(t)
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	gitctxtest.Git(t, dir, "init", "-q", "-b", "main")
+	gitctxtest.Commit(t, dir, "base", 1)
+	var co *Coordinator
+	fa := &fakeAgent{reply: func(n int) agent.Result {
+		if err := os.WriteFile(filepath.Join(dir, "work.go"), []byte("package work\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+		go co.Stop(false)
+		time.Sleep(50 * time.Millisecond) // the stop lands before the answer is recorded
+		return agent.Result{Final: "<promise>COMPLETE</promise>"}
+	}}
+	co = newCoordinator(t, Options{Root: dir, Agent: fa, Commit: true})
+	col := collect(co)
+	out, err := co.Run(t.Context())
+	<-col.stopped
+	if err != nil || out.Reason != StopInterrupted {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	tasks, s, log := loadState(t, dir)
+	if st := status(t, tasks, "T1"); st != mdstate.Done || s.Commits != 1 || log.Recent[0].Get("commit") == "" {
+		t.Fatalf("T1 %s, %d commits, entry %+v", st, s.Commits, log.Recent[0])
+	}
+	if dirty := dirtyPaths(t.Context(), dir); slices.Contains(dirty, "work.go") {
+		t.Errorf("work.go is still uncommitted: %v", dirty)
 	}
 }

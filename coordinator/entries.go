@@ -55,6 +55,28 @@ func iterationEntry(now time.Time, task *mdstate.Item, iteration int, agentLabel
 	return e
 }
 
+// redactEntry returns e with the secrets r knows replaced by Redacted in
+// its title and fields: not only an agent's text (already redacted as it
+// came in) but a task's title, a one-shot's request or a person's
+// guidance may hold one too, and the progress log is often committed.
+func redactEntry(e mdstate.Entry, r *redactor) mdstate.Entry {
+	e.Title = r.redact(e.Title)
+	fields := make([]mdstate.Field, len(e.Fields))
+	for i, f := range e.Fields {
+		f.Value = r.redact(f.Value)
+		if f.List != nil {
+			list := make([]string, len(f.List))
+			for j, item := range f.List {
+				list[j] = r.redact(item)
+			}
+			f.List = list
+		}
+		fields[i] = f
+	}
+	e.Fields = fields
+	return e
+}
+
 // appendReport adds the agent's summary and decisions.
 func appendReport(fields []mdstate.Field, rep AgentReport) []mdstate.Field {
 	if rep.Summary != "" {
@@ -111,8 +133,9 @@ func recoveredEntry(now time.Time, old *mdstate.Session, killed int) mdstate.Ent
 
 // restoredEntry is the entry of an iteration whose entry a kill lost,
 // written from the session's saved result (nil for a session saved by an
-// older ralph: a done task without duration, tokens or cost).
-func restoredEntry(now time.Time, old *mdstate.Session, t *mdstate.Item) mdstate.Entry {
+// older ralph: a done task without duration, tokens or cost) and the
+// report kept for it (keptreport.go), for its summary and decisions.
+func restoredEntry(now time.Time, old *mdstate.Session, t *mdstate.Item, rep AgentReport) mdstate.Entry {
 	fields := []mdstate.Field{
 		{Key: "outcome", Value: string(OutcomeDone)},
 		{Key: "agent", Value: AgentLabel(old.Agent, old.Model)},
@@ -129,6 +152,7 @@ func restoredEntry(now time.Time, old *mdstate.Session, t *mdstate.Item) mdstate
 		note += "; its duration, tokens and cost were not recorded"
 	}
 	fields = append(fields, mdstate.Field{Key: "note", Value: note})
+	fields = appendReport(fields, rep)
 	return mdstate.Entry{Time: now, Title: t.ID + ": " + t.Title, Fields: fields}
 }
 
@@ -168,10 +192,15 @@ func summaryEntry(now time.Time, s *mdstate.Session, reason string, d time.Durat
 	return mdstate.Entry{Time: now, Title: sessionEndedTitle(s.ID), Fields: fields}
 }
 
-// EndedSession is a session's summary entry in the progress log.
+// EndedSession is a session's summary entry in the progress log, read
+// back.
 type EndedSession struct {
-	ID    string
-	Entry mdstate.Entry
+	ID         string
+	Outcome    string // "ended (all_done)"
+	Iterations int
+	TasksDone  int
+	CostUSD    float64
+	Entry      mdstate.Entry
 }
 
 // EndedSessions lists the summaries of ended sessions in log, oldest first.
@@ -182,10 +211,20 @@ func EndedSessions(log *mdstate.Log) []EndedSession {
 	}
 	for _, e := range log.Recent {
 		if id, ok := endedID(e); ok {
-			out = append(out, EndedSession{ID: id, Entry: e})
+			out = append(out, readSummary(id, e))
 		}
 	}
 	return out
+}
+
+// readSummary reads what summaryEntry wrote; a value it cannot read (a
+// person's edit) is zero.
+func readSummary(id string, e mdstate.Entry) EndedSession {
+	es := EndedSession{ID: id, Outcome: e.Get("outcome"), Entry: e}
+	es.Iterations, _ = strconv.Atoi(e.Get("iterations"))
+	es.TasksDone, _ = strconv.Atoi(strings.TrimSuffix(e.Get("tasks"), " done"))
+	es.CostUSD, _ = strconv.ParseFloat(strings.TrimPrefix(e.Get("cost"), "$"), 64)
+	return es
 }
 
 // endedID reads a summary entry's session id.
@@ -244,4 +283,44 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// lastEntryFor is the newest entry about task id: an iteration's ("ID:
+// title"), or one naming it in a task field.
+func lastEntryFor(lg *mdstate.Log, id string) *mdstate.Entry {
+	if lg == nil {
+		return nil
+	}
+	for i := len(lg.Recent) - 1; i >= 0; i-- {
+		e := &lg.Recent[i]
+		if e.Get("task") == id || strings.HasPrefix(e.Title, id+":") || strings.HasPrefix(e.Title, id+" ") {
+			return e
+		}
+	}
+	return nil
+}
+
+// progressLine is an entry as the prompt shows it: time, title, outcome,
+// summary.
+func progressLine(e mdstate.Entry) string {
+	s := "- "
+	if !e.Time.IsZero() {
+		s += e.Time.UTC().Format("2006-01-02 15:04") + " "
+	}
+	s += e.Title
+	if o := e.Get("outcome"); o != "" {
+		s += " [" + o + "]"
+	}
+	if sum := e.Get("summary"); sum != "" {
+		s += ": " + sum
+	}
+	return s
+}
+
+// lastSummaryOf is the agent's summary in the newest entry about task id.
+func lastSummaryOf(lg *mdstate.Log, id string) string {
+	if e := lastEntryFor(lg, id); e != nil {
+		return e.Get("summary")
+	}
+	return ""
 }

@@ -12,20 +12,21 @@ type EventKind string
 // calls and results, usage) may be dropped when the front end falls behind;
 // every other kind is always delivered, in order.
 const (
-	EventResumed       EventKind = "resumed"        // a run continues an earlier session: Text says which
-	EventTaskStarted   EventKind = "task_started"   // an iteration starts: Iteration, Task, Title
-	EventAgentText     EventKind = "agent_text"     // streaming: the agent's text
-	EventToolUse       EventKind = "tool_use"       // streaming: the agent calls Tool
-	EventToolResult    EventKind = "tool_result"    // streaming: a tool's result, shortened
-	EventUsage         EventKind = "usage"          // streaming: the iteration's usage so far
-	EventRetry         EventKind = "retry"          // a retry: the agent's CLI retries an API call, or ralph backs off before the next attempt (Delay)
-	EventWaiting       EventKind = "waiting"        // the run waits for a usage or rate limit until Until
-	EventNotice        EventKind = "notice"         // something a person should know: Text
-	EventIterationDone EventKind = "iteration_done" // an iteration ended: Outcome, Reason, usage
-	EventStateWritten  EventKind = "state_written"  // ralph wrote File
-	EventStateChanged  EventKind = "state_changed"  // someone else changed File (Notify)
-	EventGuidance      EventKind = "guidance"       // guidance was queued (Text), or delivered (Delivered)
-	EventStopped       EventKind = "stopped"        // a run ended: Reason, Text; one per run, its last event
+	EventResumed           EventKind = "resumed"            // a run continues an earlier session: Text says which
+	EventTaskStarted       EventKind = "task_started"       // an iteration starts: Iteration, Task, Title
+	EventAgentText         EventKind = "agent_text"         // streaming: the agent's text
+	EventToolUse           EventKind = "tool_use"           // streaming: the agent calls Tool
+	EventToolResult        EventKind = "tool_result"        // streaming: a tool's result, shortened
+	EventUsage             EventKind = "usage"              // streaming: the iteration's usage so far
+	EventRetry             EventKind = "retry"              // a retry: the agent's CLI retries an API call, or ralph backs off before the next attempt (Delay)
+	EventWaiting           EventKind = "waiting"            // the run waits for a usage or rate limit until Until
+	EventNotice            EventKind = "notice"             // something a person should know: Text
+	EventIterationDone     EventKind = "iteration_done"     // an iteration ended: Outcome, Reason, usage
+	EventStateWritten      EventKind = "state_written"      // ralph wrote File
+	EventStateChanged      EventKind = "state_changed"      // someone else changed File (Notify)
+	EventGuidanceQueued    EventKind = "guidance_queued"    // a message was queued: Text
+	EventGuidanceDelivered EventKind = "guidance_delivered" // an iteration received and answered the messages in Delivered
+	EventStopped           EventKind = "stopped"            // a run ended: Reason, Text; one per run, its last event
 )
 
 // dropped reports whether events of kind k may be dropped for a slow
@@ -52,8 +53,14 @@ type Event struct {
 	TokensOut int64            `json:"tokens_out,omitempty"`
 	CostUSD   float64          `json:"cost_usd,omitempty"`
 	Outcome   IterationOutcome `json:"outcome,omitempty"`
-	Reason    string           `json:"reason,omitempty"`
-	File      string           `json:"file,omitempty"` // state_written, state_changed
+	// Reason is why: an iteration's note (iteration_done), the stop
+	// reason as text (stopped; Stop has it typed).
+	Reason string `json:"reason,omitempty"`
+	// Stop is why a run ended (stopped).
+	Stop StopReason `json:"-"`
+	// Session is the session's id (resumed).
+	Session string `json:"session,omitempty"`
+	File    string `json:"file,omitempty"` // state_written, state_changed
 	// Until is the end of a wait (waiting).
 	Until time.Time `json:"until,omitzero"`
 	// Delay is a retry's wait before it starts (retry).
@@ -61,7 +68,9 @@ type Event struct {
 	// Attempt counts a retry's attempts (retry): the task's failed
 	// attempts, or the CLI's own retry number when it says.
 	Attempt int `json:"attempt,omitempty"`
-	// Delivered lists the guidance an iteration received (guidance).
+	// APIStatus is the HTTP status a CLI's retry follows (retry).
+	APIStatus int `json:"api_status,omitempty"`
+	// Delivered lists the guidance an iteration received (guidance_delivered).
 	Delivered []string `json:"delivered,omitempty"`
 }
 

@@ -30,23 +30,20 @@ func (c *Coordinator) Queue(g Guidance) error {
 	if text == "" {
 		return ErrEmptyGuidance
 	}
-	after, err := c.p.UpdateChecklist(mdstate.TasksKind, func(e *mdstate.ChecklistEdit) error {
+	if _, err := c.p.UpdateChecklist(mdstate.TasksKind, func(e *mdstate.ChecklistEdit) error {
 		return e.QueueGuidance(text)
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	c.ctl.Lock()
-	c.snap.Guidance = c.snap.Guidance[:0]
-	for _, q := range after.Guidance() {
-		c.snap.Guidance = append(c.snap.Guidance, q.Text)
-	}
-	stop := c.stopIter
-	c.ctl.Unlock()
 	c.emit(Event{Kind: EventStateWritten, File: mdstate.TasksFile})
-	c.emit(Event{Kind: EventGuidance, Text: text})
-	if g.Urgent && stop != nil {
-		stop(errUrgent)
+	c.emit(Event{Kind: EventGuidanceQueued, Text: text})
+	if g.Urgent {
+		c.ctl.Lock()
+		stop := c.stopIter
+		c.ctl.Unlock()
+		if stop != nil {
+			stop(errUrgent)
+		}
 	}
 	return nil
 }

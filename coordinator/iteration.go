@@ -17,6 +17,9 @@ import (
 // it: the task's status with the iteration's result, what the agent
 // reported, the commit, the progress entry.
 func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (IterationOutcome, error) {
+	if err := c.preflight(); err != nil {
+		return "", err
+	}
 	if err := c.begin(task); err != nil {
 		return "", err
 	}
@@ -24,19 +27,21 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 	if c.opts.Commit {
 		dirtyBefore = dirtyPaths(ctx, c.opts.Root)
 	}
+	// The iteration's context is registered before the prompt is read: an
+	// urgent message queued from now on either is in the prompt or stops
+	// the agent.
+	iterCtx, cancel := c.iterationContext(ctx)
+	defer cancel(nil)
 	prompt, guidance, err := c.prompt(ctx, task.ID)
 	if err != nil {
 		return "", err
 	}
-	a, err := c.runIteration(ctx, task.ID, prompt)
+	a, err := c.runIteration(iterCtx, cancel, task.ID, prompt)
 	if err != nil {
 		return "", err
 	}
 	d := c.decide(task, a)
-	if err := c.saveOutcome(task, a, d); err != nil {
-		return "", err
-	}
-	if err := fileReport(c.p, a.Report, c.emit); err != nil {
+	if err := c.recordOutcome(task, a, d); err != nil {
 		return "", err
 	}
 	var delivered []string
@@ -46,21 +51,27 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 	commit := ""
 	if c.opts.Commit && a.Outcome == OutcomeDone {
 		var failed string
-		if commit, failed = c.commitTask(ctx, dirtyBefore, task); failed != "" {
+		// Not under ctx: a stop that comes after the agent's answer
+		// must not lose the commit of a task that is now done.
+		cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		commit, failed = c.commitTask(cctx, dirtyBefore, task)
+		stop()
+		if failed != "" {
 			d.note = strings.TrimSpace(d.note + " commit failed: " + failed)
 		}
 	}
-	entry := iterationEntry(c.opts.Now(), task, c.session.Iteration, AgentLabel(c.opts.Agent.Name(), c.opts.Model), a, d.note, commit, delivered)
+	entry := redactEntry(iterationEntry(c.opts.Now(), task, c.session.Iteration, AgentLabel(c.opts.Agent.Name(), c.opts.Model), a, d.note, commit, delivered), c.opts.redactor())
 	if err := c.p.AppendProgress(entry); err != nil {
 		return "", err
 	}
 	c.session.Result = nil // in the log now; the next session write drops it
+	dropKeptReport(c.opts.Root)
 	c.emit(Event{Kind: EventStateWritten, File: mdstate.ProgressFile})
 	if len(delivered) > 0 {
 		// Off the queue with the session's next write: a crash before it
 		// delivers the guidance once more, never not at all.
 		c.delivered = delivered
-		c.emit(Event{Kind: EventGuidance, Iteration: c.session.Iteration, Task: task.ID, Delivered: delivered})
+		c.emit(Event{Kind: EventGuidanceDelivered, Iteration: c.session.Iteration, Task: task.ID, Delivered: delivered})
 	}
 	c.emit(Event{Kind: EventIterationDone, Iteration: c.session.Iteration, Task: task.ID, Title: task.Title, Outcome: a.Outcome, Reason: d.note,
 		TokensIn: a.Result.Usage.In, TokensOut: a.Result.Usage.Out, CostUSD: a.Result.CostUSD})
@@ -82,27 +93,48 @@ func (c *Coordinator) begin(task *mdstate.Item) error {
 }
 
 // runIteration runs the agent in a context of its own, which an urgent
-// message cancels without ending the run.
-func (c *Coordinator) runIteration(ctx context.Context, id, prompt string) (attempt, error) {
-	iterCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	c.ctl.Lock()
-	c.stopIter = cancel
-	c.ctl.Unlock()
-	defer func() {
-		c.ctl.Lock()
-		c.stopIter = nil
-		c.ctl.Unlock()
-	}()
+// message cancels without ending the run, and so does a budget: --max-time
+// when its time is up, --max-cost and --max-tokens as soon as the usage
+// the agent streams reaches them.
+func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.CancelCauseFunc, id, prompt string) (attempt, error) {
+	if c.opts.MaxTime > 0 {
+		t := time.AfterFunc(c.timeLeft(), func() { cancel(&limitHit{limitTime}) })
+		defer t.Stop()
+	}
 	s := &c.session
 	a, err := runAgent(iterCtx, c.opts, request{
 		Prompt:  prompt,
 		LogName: fmt.Sprintf("%s-%03d-%s.log", s.ID, s.Iteration, id),
 		OnStart: c.recordChild,
-		OnEvent: c.forward(id),
+		Mark:    sessionMark(c.opts.Root, s.ID),
+		OnEvent: c.forward(id, c.newSpending(), cancel),
 	})
 	s.Child, s.ChildStart = 0, 0
+	if k := limitCause(iterCtx); k != "" {
+		c.pace.cut = k
+		if a.Outcome == OutcomeInterrupted {
+			// An answer that came in before the stop still counts; only
+			// a task cut short goes back to pending.
+			c.pace.cutTask = id
+		}
+	}
 	return a, err
+}
+
+// iterationContext is the context of one iteration, which Queue's urgent
+// messages cancel (through stopIter) without ending the run. Its cancel
+// function also forgets it.
+func (c *Coordinator) iterationContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	iterCtx, cancel := context.WithCancelCause(ctx)
+	c.ctl.Lock()
+	c.stopIter = cancel
+	c.ctl.Unlock()
+	return iterCtx, func(cause error) {
+		cancel(cause)
+		c.ctl.Lock()
+		c.stopIter = nil
+		c.ctl.Unlock()
+	}
 }
 
 // recordChild saves the agent's pid at once: after a crash of ralph, the
@@ -116,8 +148,10 @@ func (c *Coordinator) recordChild(pid int) {
 	}
 }
 
-// forward turns the agent's events into the engine's.
-func (c *Coordinator) forward(id string) func(agent.Event) {
+// forward turns the agent's events into the engine's, and holds the
+// usage they report against the budgets: once the session reaches one, it
+// stops the agent through stop. It runs on the agent's reader goroutine.
+func (c *Coordinator) forward(id string, sp *spending, stop context.CancelCauseFunc) func(agent.Event) {
 	it := c.session.Iteration
 	return func(ev agent.Event) {
 		e := Event{Iteration: it, Task: id}
@@ -128,10 +162,20 @@ func (c *Coordinator) forward(id string) func(agent.Event) {
 			e.Kind, e.Tool = EventToolUse, ev.Tool
 		case agent.EventToolResult:
 			e.Kind, e.Tool, e.Text = EventToolResult, ev.Tool, ev.Text
-		case agent.EventUsage, agent.EventResult:
-			e.Kind, e.TokensIn, e.TokensOut, e.CostUSD = EventUsage, ev.Usage.In, ev.Usage.Out, ev.CostUSD
+		case agent.EventUsage:
+			sp.add(ev.Usage, ev.CostUSD)
+			if k := sp.over(); k != "" {
+				stop(&limitHit{k})
+			}
+			e.Kind, e.TokensIn, e.TokensOut, e.CostUSD = EventUsage, sp.usage.In, sp.usage.Out, sp.cost
+		case agent.EventResult:
+			// The agent has answered: a budget its final figure passes
+			// ends the run after this iteration (limitReached), without
+			// cutting the answer short.
+			sp.settle(ev.Usage, ev.CostUSD)
+			e.Kind, e.TokensIn, e.TokensOut, e.CostUSD = EventUsage, sp.usage.In, sp.usage.Out, sp.cost
 		case agent.EventRetry:
-			e.Kind, e.Text = EventRetry, ev.Text
+			e.Kind, e.Text, e.Attempt, e.Delay, e.APIStatus = EventRetry, ev.Text, ev.Attempt, ev.Delay, ev.APIStatus
 		default:
 			return
 		}
@@ -157,6 +201,9 @@ func (c *Coordinator) decide(task *mdstate.Item, a attempt) decision {
 		d.status = mdstate.Blocked
 	case OutcomeInterrupted:
 		d.note = fmt.Sprintf("interrupted at %s in iteration %d", c.opts.Now().UTC().Format(time.RFC3339), c.session.Iteration)
+		if c.pace.cutTask == task.ID {
+			d.note = fmt.Sprintf("stopped at %s in iteration %d: %s reached", c.opts.Now().UTC().Format(time.RFC3339), c.session.Iteration, c.limitFlag(c.pace.cut))
+		}
 		if a.Urgent {
 			// An urgent message cut it short: the same task goes first.
 			d.note += "; " + a.Note

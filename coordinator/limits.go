@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -28,6 +31,11 @@ type pacing struct {
 	retry string
 	// waited is the end of the last wait this run saw through.
 	waited time.Time
+	// cut is the limit that stopped an agent at work (on cutTask), or a
+	// wait (cutTask ""), this run: the run ends with it once the
+	// iteration is recorded.
+	cut     limitKind
+	cutTask string
 }
 
 // breakerState counts iterations in a row without progress.
@@ -53,14 +61,122 @@ func (b *breakerState) wrote(after []byte) { b.lastTasks = after }
 func (c *Coordinator) limitReached() (StopReason, string) {
 	s := &c.session
 	switch {
+	case c.pace.cut != "" && c.pace.cutTask != "":
+		return StopLimit, fmt.Sprintf("%s; its agent was stopped and %s is back to pending", c.limitDetail(c.pace.cut), c.pace.cutTask)
+	case c.pace.cut != "":
+		return StopLimit, c.limitDetail(c.pace.cut)
 	case s.MaxIterations > 0 && s.Iteration >= s.MaxIterations:
 		return StopLimit, fmt.Sprintf("reached the iteration limit (%d of %d)", s.Iteration, s.MaxIterations)
 	case c.opts.MaxCost > 0 && s.CostUSD >= c.opts.MaxCost:
-		return StopLimit, fmt.Sprintf("reached --max-cost $%.2f (spent $%.4f)", c.opts.MaxCost, s.CostUSD)
-	case c.opts.MaxTime > 0 && c.opts.Now().Sub(c.started) >= c.opts.MaxTime:
-		return StopLimit, fmt.Sprintf("reached --max-time %s", c.opts.MaxTime)
+		return StopLimit, c.limitDetail(limitCost)
+	case c.opts.MaxTokens > 0 && s.TokensIn+s.TokensOut >= c.opts.MaxTokens:
+		return StopLimit, c.limitDetail(limitTokens)
+	case c.opts.MaxTime > 0 && c.timeLeft() <= 0:
+		return StopLimit, c.limitDetail(limitTime)
 	}
 	return "", ""
+}
+
+// limitKind names a budget: the flag a person set.
+type limitKind string
+
+const (
+	limitCost   limitKind = "--max-cost"
+	limitTokens limitKind = "--max-tokens"
+	limitTime   limitKind = "--max-time"
+)
+
+// limitFlag names a limit as it was set: "--max-cost $5.00".
+func (c *Coordinator) limitFlag(k limitKind) string {
+	switch k {
+	case limitCost:
+		return fmt.Sprintf("%s $%.2f", k, c.opts.MaxCost)
+	case limitTokens:
+		return fmt.Sprintf("%s %d", k, c.opts.MaxTokens)
+	}
+	return fmt.Sprintf("%s %s", k, c.opts.MaxTime)
+}
+
+// limitDetail says which limit was reached, with the session's figures.
+func (c *Coordinator) limitDetail(k limitKind) string {
+	s := &c.session
+	switch k {
+	case limitCost:
+		return fmt.Sprintf("reached %s (spent $%.4f)", c.limitFlag(k), s.CostUSD)
+	case limitTokens:
+		return fmt.Sprintf("reached %s (used %d)", c.limitFlag(k), s.TokensIn+s.TokensOut)
+	}
+	return "reached " + c.limitFlag(k)
+}
+
+// limitHit is the cause of an iteration a budget cut short. It wraps
+// proc.ErrStopNow: the agent gets proc.HardGrace, not the usual grace,
+// because every second it goes on it spends more.
+type limitHit struct{ kind limitKind }
+
+func (l *limitHit) Error() string { return "stopped by " + string(l.kind) }
+func (l *limitHit) Unwrap() error { return proc.ErrStopNow }
+
+// limitCause returns the budget that cancelled ctx, if one did.
+func limitCause(ctx context.Context) limitKind {
+	var hit *limitHit
+	if errors.As(context.Cause(ctx), &hit) {
+		return hit.kind
+	}
+	return ""
+}
+
+// timeLeft is what remains of --max-time for this run (meaningless when
+// it is not set).
+func (c *Coordinator) timeLeft() time.Duration {
+	return c.opts.MaxTime - c.opts.Now().Sub(c.started)
+}
+
+// spending is one iteration's usage as the agent streams it, held against
+// the session's budgets. It lives on the agent's reader goroutine.
+type spending struct {
+	maxTokens int64
+	maxCost   float64
+	// base is what the session had spent before the iteration.
+	baseTokens int64
+	baseCost   float64
+	// usage and cost are the iteration's so far: the sum of its model
+	// calls, then the CLI's own totals once it gives them.
+	usage agent.Usage
+	cost  float64
+}
+
+// newSpending starts an iteration's count from the session's totals.
+func (c *Coordinator) newSpending() *spending {
+	s := &c.session
+	return &spending{maxTokens: c.opts.MaxTokens, maxCost: c.opts.MaxCost,
+		baseTokens: s.TokensIn + s.TokensOut, baseCost: s.CostUSD}
+}
+
+// add counts one model call (agent.EventUsage: one call, not a total).
+func (sp *spending) add(u agent.Usage, cost float64) {
+	sp.usage.In += u.In
+	sp.usage.Out += u.Out
+	sp.cost += cost
+}
+
+// settle replaces the running sums with the CLI's totals for the run
+// (agent.EventResult): its cost is the figure it bills, the sums an
+// estimate.
+func (sp *spending) settle(u agent.Usage, cost float64) {
+	sp.usage, sp.cost = u, cost
+}
+
+// over says which budget the session has reached with this iteration's
+// spending, if any.
+func (sp *spending) over() limitKind {
+	switch {
+	case sp.maxCost > 0 && sp.baseCost+sp.cost >= sp.maxCost:
+		return limitCost
+	case sp.maxTokens > 0 && sp.baseTokens+sp.usage.In+sp.usage.Out >= sp.maxTokens:
+		return limitTokens
+	}
+	return ""
 }
 
 // limitUntil is when to try again after a rate limit: the reset the agent
@@ -103,7 +219,13 @@ func (c *Coordinator) backoff(ctx context.Context, task string) bool {
 	c.pace.wait = 0
 	c.emit(Event{Kind: EventRetry, Task: task, Delay: w, Attempt: c.pace.attempts,
 		Text: fmt.Sprintf("trying again in %s", w)})
-	return c.waitFor(ctx, w)
+	end := c.opts.Now().Add(w)
+	if c.waitFor(ctx, w) {
+		return true
+	}
+	// Cut short: a Pause taken back by Resume waits out the rest.
+	c.pace.wait = end.Sub(c.opts.Now())
+	return false
 }
 
 // breaker trips after Breaker iterations in a row without progress. A

@@ -17,13 +17,12 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 	c.started = c.opts.Now()
 	c.pace = pacing{}
 	c.brk.stale = 0
+	c.scanned = nil // a new go.mod and the like show from the next run on
 	stop, err := c.open()
 	if err != nil {
-		c.emit(Event{Kind: EventStopped, Reason: string(StopError), Text: err.Error()})
 		return Outcome{}, err
 	}
 	if stop != nil {
-		c.emit(Event{Kind: EventStopped, Reason: string(stop.Reason), Text: stop.Detail})
 		return *stop, nil
 	}
 	out, err := c.loop(ctx)
@@ -104,6 +103,7 @@ func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 			if c.waitLimit(ctx, until) {
 				c.pace.waited = until
 			}
+			c.waitOver()
 			continue
 		}
 		if r, detail := c.breaker(); r != "" {
@@ -111,6 +111,9 @@ func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 		}
 		if !c.backoff(ctx, task.ID) {
 			continue // stopped or paused during the backoff: said at the top
+		}
+		if r, detail := c.lowDisk(); r != "" {
+			return stop(r, detail)
 		}
 		outcome, err := c.iterate(ctx, task)
 		if err != nil {
@@ -157,24 +160,22 @@ func (c *Coordinator) onlyTaskNext(ctx context.Context, outcome IterationOutcome
 // an ended session; an interrupt or a pause leaves the session paused; an
 // error leaves it running, as a crash would, for the next start to recover.
 func (c *Coordinator) finish(out Outcome, err error) (Outcome, error) {
-	if err == nil && out.Reason != StopInterrupted && out.Reason != StopPaused {
+	if err == nil && !out.Reason.pauses() {
 		err = c.end(out)
 	}
 	if err != nil {
 		c.keepRecoverable(err)
 		out.Session, out.Iterations = c.session, c.session.Iteration
-		c.emit(Event{Kind: EventStopped, Reason: string(StopError), Text: err.Error()})
 		return out, err
 	}
 	c.session.Phase, c.session.Child, c.session.ChildStart = "", 0, 0
 	c.session.Status = mdstate.SessionEnded
-	if out.Reason == StopInterrupted || out.Reason == StopPaused {
+	if out.Reason.pauses() {
 		c.session.Status = mdstate.SessionPaused
 	}
 	c.session.Reason = string(out.Reason)
 	err = c.saveSession(nil)
 	out.Session, out.Iterations = c.session, c.session.Iteration
-	c.emit(Event{Kind: EventStopped, Reason: string(out.Reason), Text: out.Detail})
 	return out, err
 }
 
@@ -273,15 +274,20 @@ func (c *Coordinator) saveSession(fn func(e *mdstate.ChecklistEdit) error) error
 	}
 	c.brk.wrote(after.Source())
 	c.delivered = nil
-	c.saved(c.session, after.Guidance())
+	c.saved(c.session)
 	c.emit(Event{Kind: EventStateWritten, File: mdstate.TasksFile})
 	return nil
 }
 
-// waitFor waits d, or less when the run is stopped or paused; it reports
-// whether the whole wait passed.
+// waitFor waits d, or less when the run is stopped or paused, or when
+// --max-time is up first (the run then ends with it); it reports whether
+// the whole wait passed.
 func (c *Coordinator) waitFor(ctx context.Context, d time.Duration) bool {
 	_, pausing := c.pauseRequested()
+	timeUp := c.opts.MaxTime > 0 && c.timeLeft() < d
+	if timeUp {
+		d = max(c.timeLeft(), 0)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -290,6 +296,10 @@ func (c *Coordinator) waitFor(ctx context.Context, d time.Duration) bool {
 	case <-pausing:
 		return false
 	case <-t.C:
+		if timeUp {
+			c.pace.cut = limitTime
+			return false
+		}
 		return true
 	}
 }

@@ -32,11 +32,21 @@ type OneShotResult struct {
 // clobbers the other. It appends a progress entry, and learnings and
 // to-dos land as in the loop.
 //
-// Of o it uses Root, Agent, Model, Env, the timeouts and Now.
+// Before the agent starts it checks, as the loop does, that the disk has
+// room and that the state files its report goes to will take it.
+//
+// Of o it uses Root, Agent, Model, Env, MaxTurns, Permission, the timeouts,
+// Now, Secrets and Resources.
 func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error) {
 	o = o.withDefaults()
 	p := mdstate.Open(o.Root)
 	if err := p.Recover(); err != nil {
+		return OneShotResult{}, err
+	}
+	if err := lowDiskError(o.Root, o.Resources); err != nil {
+		return OneShotResult{}, err
+	}
+	if err := checkStateFiles(p, oneShotFiles); err != nil {
 		return OneShotResult{}, err
 	}
 	out := OneShotResult{Agent: o.Agent.Name(), Model: o.Model, FilesChanged: []string{}, Learnings: []string{}, Todos: []string{}}
@@ -73,7 +83,7 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 	}
 	out.Learnings = append(out.Learnings, a.Report.Learnings...)
 	out.Todos = append(out.Todos, a.Report.Todos...)
-	if err := p.AppendProgress(oneShotEntry(o.Now(), task, out, o.Model, a.Report)); err != nil {
+	if err := p.AppendProgress(redactEntry(oneShotEntry(o.Now(), task, out, o.Model, a.Report), o.redactor())); err != nil {
 		return out, err
 	}
 	return out, nil

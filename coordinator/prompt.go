@@ -342,42 +342,12 @@ func (r *Report) depOutcomes(cur *mdstate.Item) []string {
 			continue
 		}
 		line := "- " + dep.ID + " (" + strings.ReplaceAll(string(dep.Status), "_", " ") + "): " + dep.Title
-		if e := lastEntryFor(r.State.Progress, dep.ID); e != nil {
-			if s := e.Get("summary"); s != "" {
-				line += " — " + s
-			}
+		if s := lastSummaryOf(r.State.Progress, dep.ID); s != "" {
+			line += " — " + s
 		}
 		out = append(out, line)
 	}
 	return out
-}
-
-func lastEntryFor(lg *mdstate.Log, id string) *mdstate.Entry {
-	if lg == nil {
-		return nil
-	}
-	for i := len(lg.Recent) - 1; i >= 0; i-- {
-		e := &lg.Recent[i]
-		if e.Get("task") == id || strings.HasPrefix(e.Title, id+":") || strings.HasPrefix(e.Title, id+" ") {
-			return e
-		}
-	}
-	return nil
-}
-
-func progressLine(e mdstate.Entry) string {
-	s := "- "
-	if !e.Time.IsZero() {
-		s += e.Time.UTC().Format("2006-01-02 15:04") + " "
-	}
-	s += e.Title
-	if o := e.Get("outcome"); o != "" {
-		s += " [" + o + "]"
-	}
-	if sum := e.Get("summary"); sum != "" {
-		s += ": " + sum
-	}
-	return s
 }
 
 func (g *GitInfo) describeHead() string {

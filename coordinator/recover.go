@@ -53,7 +53,7 @@ func (c *Coordinator) resume() (bool, error) {
 			return false, err
 		}
 	}
-	c.emit(Event{Kind: EventResumed, Text: resumedText(old, interrupted)})
+	c.emit(Event{Kind: EventResumed, Session: old.ID, Task: old.Task, Iteration: old.Iteration, Text: resumedText(old, interrupted)})
 	return true, nil
 }
 
@@ -104,6 +104,7 @@ func (c *Coordinator) recoverInterrupted(old *mdstate.Session, tasks *mdstate.Ch
 			killed = old.Child
 		}
 	}
+	c.killSurvivors(old)
 	var task *mdstate.Item
 	if old.Task != "" {
 		if t := tasks.Find(old.Task); t != nil && t.Status == mdstate.InProgress {
@@ -127,6 +128,29 @@ func (c *Coordinator) recoverInterrupted(old *mdstate.Session, tasks *mdstate.Ch
 		}
 		return c.putBack(e, task, old)
 	})
+}
+
+// killSurvivors stops whatever the interrupted session's agents left
+// running. When ralph dies, the supervisor of its agent kills everything
+// the agent started (proc's Containment); when the supervisor was killed
+// too (kill -9 of every ralph process, the OOM killer), the processes that
+// left the agent's group live on, but they carry the session's mark.
+// Failing to stop one is told, not fatal: the work can go on beside it.
+func (c *Coordinator) killSurvivors(old *mdstate.Session) {
+	n, err := proc.KillMarked(sessionMark(c.opts.Root, old.ID))
+	switch {
+	case err != nil:
+		c.emit(Event{Kind: EventNotice, Text: "ralph could not stop every process the interrupted session's agent left running: " + err.Error()})
+	case n > 0:
+		c.emit(Event{Kind: EventNotice, Text: fmt.Sprintf("stopped %d processes the interrupted session's agent left running", n)})
+	}
+}
+
+// sessionMark is the mark (proc.Cmd.Mark) on the processes of a session's
+// agents: the session's id and the project's root, since ids are times
+// and two projects can start sessions in the same second.
+func sessionMark(root, id string) string {
+	return id + "@" + root
 }
 
 // putBack returns an interrupted session's task to pending with
@@ -194,7 +218,11 @@ func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklis
 	if hasIterationEntry(log, t.ID, old.Iteration, since) {
 		return nil // written before the kill
 	}
-	return c.p.AppendProgress(restoredEntry(c.opts.Now(), old, t))
+	rep, err := c.finishKeptReport(old)
+	if err != nil {
+		return err
+	}
+	return c.p.AppendProgress(redactEntry(restoredEntry(c.opts.Now(), old, t, rep), c.opts.redactor()))
 }
 
 // summarize records a session's end in the progress log.

@@ -83,6 +83,9 @@ func TestPauseDuringLimitWait(t *testing.T) {
 	}()
 	for e := range co.Events() {
 		if e.Kind == EventWaiting {
+			if e.Until.Before(time.Now()) || e.Until.After(time.Now().Add(time.Second)) || e.Task != "T1" {
+				t.Errorf("waiting event %+v: until should be the limit's reset, 400 ms after the 429", e)
+			}
 			co.Pause()
 		}
 		if e.Kind == EventStopped {

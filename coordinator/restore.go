@@ -87,16 +87,12 @@ func Restore(ctx context.Context, p *mdstate.Project, o RestoreOptions) (Restore
 			return res, fmt.Errorf("%s has %w", o.File, ErrUncommitted)
 		}
 	}
-	if exists {
-		now := o.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
-		if res.Backup, err = p.Backup(o.File, now); err != nil {
-			return res, err
-		}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
 	}
-	return res, p.ReplaceFile(o.File, data)
+	res.Backup, err = p.RestoreFile(o.File, data, now)
+	return res, err
 }
 
 // restorePoint returns the revision to restore path from: o.From, else

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"slices"
 	"time"
 
 	"github.com/ralph-dev/ralph/mdstate"
@@ -27,7 +26,7 @@ type Snapshot struct {
 	CostUSD   float64
 	// WaitUntil is set while the run waits for a usage or rate limit.
 	WaitUntil time.Time
-	// Guidance is the queued guidance as ralph last read or wrote it.
+	// Guidance is the queued guidance, as RALPH_TASKS.md has it now.
 	Guidance []string
 	// Last is the last event, streaming detail included.
 	Last Event
@@ -37,9 +36,15 @@ type Snapshot struct {
 // goroutine at any time.
 func (c *Coordinator) Snapshot() Snapshot {
 	c.ctl.Lock()
-	defer c.ctl.Unlock()
 	s := c.snap
-	s.Guidance = slices.Clone(s.Guidance)
+	c.ctl.Unlock()
+	// Read from the file, not remembered: a person may have edited the
+	// queue, and the file is the queue.
+	if tasks, err := c.p.LoadChecklist(mdstate.TasksKind); err == nil {
+		for _, g := range tasks.Guidance() {
+			s.Guidance = append(s.Guidance, g.Text)
+		}
+	}
 	return s
 }
 
@@ -64,13 +69,16 @@ func (c *Coordinator) observe(e Event) {
 	}
 }
 
-// saved records the session ralph just wrote, and the guidance it read.
-func (c *Coordinator) saved(s mdstate.Session, guidance []mdstate.Guidance) {
+// saved records the session ralph just wrote.
+func (c *Coordinator) saved(s mdstate.Session) {
 	c.ctl.Lock()
 	defer c.ctl.Unlock()
 	c.snap.Session = s
-	c.snap.Guidance = c.snap.Guidance[:0]
-	for _, g := range guidance {
-		c.snap.Guidance = append(c.snap.Guidance, g.Text)
-	}
+}
+
+// waitOver clears a wait from the snapshot once it is over or cut short.
+func (c *Coordinator) waitOver() {
+	c.ctl.Lock()
+	defer c.ctl.Unlock()
+	c.snap.WaitUntil = time.Time{}
 }

@@ -88,7 +88,7 @@ func (a *Agent) insertPoint() (at int, ok bool) {
 // AddLearning returns AGENT.md with one more learning, checked by
 // re-parsing: one more item, with this text, and every other unchanged.
 func (a *Agent) AddLearning(text string) ([]byte, error) {
-	text = strings.TrimSpace(strings.ReplaceAll(text, "\r\n", "\n"))
+	text = strings.TrimSpace(strings.ReplaceAll(CleanText(text), "\r\n", "\n"))
 	if text == "" {
 		return nil, errors.New("a learning needs some text")
 	}
@@ -234,7 +234,7 @@ func (p *Project) Learn(text string) error {
 			continue
 		}
 		if err != nil {
-			return &FileError{File: AgentFile, Msg: "cannot write: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
+			return writeFailure(AgentFile, "cannot write", err)
 		}
 		p.noteWrite(AgentFile, out, written)
 		return nil

@@ -1,6 +1,7 @@
 package mdstate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,6 +35,46 @@ func (p *Project) Backup(name string, now time.Time) (string, error) {
 	case err != nil:
 		return "", fmt.Errorf("back up %s: %w", name, err)
 	}
+	return p.backupData(name, data, now)
+}
+
+// RestoreFile replaces state file name with data, after keeping its
+// current bytes as a Backup, all under the state lock; and only if the file
+// still holds the bytes it backed up: a person's save in between is never
+// lost, neither replaced nor missing from the backup (the restore then
+// fails and can be run again). It returns the backup's path ("" when the
+// file did not exist).
+func (p *Project) RestoreFile(name string, data []byte, now time.Time) (string, error) {
+	if err := checkName(name); err != nil {
+		return "", err
+	}
+	unlock, err := p.lockState()
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if err := p.recoverLocked(); err != nil {
+		return "", err
+	}
+	cur, err := os.ReadFile(p.Path(name))
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("back up %s: %w", name, err)
+	}
+	backup := ""
+	if exists {
+		if backup, err = p.backupData(name, cur, now); err != nil {
+			return "", err
+		}
+	}
+	if now, err := os.ReadFile(p.Path(name)); exists && (err != nil || !bytes.Equal(now, cur)) {
+		return backup, &FileError{File: name, Msg: "changed while ralph was restoring it", Hint: "nothing was replaced; run the restore again"}
+	}
+	return backup, p.replaceLocked(name, data)
+}
+
+// backupData writes data as a new backup of name.
+func (p *Project) backupData(name string, data []byte, now time.Time) (string, error) {
 	dir := filepath.Join(p.Root, BackupDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("back up %s: %w", name, err)

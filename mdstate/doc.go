@@ -61,6 +61,13 @@
 //     ralph process takes and the system releases when a process dies. A person's editor does not take it, so
 //     a write checks that the file still holds the bytes it read, and if a
 //     person saved meanwhile it starts again from their version.
+//   - Text is cleaned before it is written (CleanText): invalid UTF-8 and
+//     control characters become U+FFFD, so that what a caller hands over
+//     (an agent's report) never makes a file one ralph refuses to read.
+//   - A write that fails says why in terms a person can act on: a full
+//     disk is "the disk is full" (DiskFull), not a permission problem.
+//     CheckWritable finds, before work whose results will be written, the
+//     files that would refuse them.
 //   - A Project remembers what its last write left in each file
 //     (ChangedSinceOwnWrite: the file's identity and a hash of its bytes,
 //     or for the progress log its identity, size, mtime and a hash of its
@@ -76,8 +83,10 @@
 // "fixes" a file it cannot read, truncates a file in place, rewrites the
 // progress log to add to it (only ReplaceFile, a restore, replaces it
 // whole), or deletes a state file. It does not run processes, read
-// environment variables, or know about git: history and commits belong to
-// gitctx, and when and why to write to its callers. .ralph/ holds only
+// environment variables, or know about git beyond one line: Init adds
+// .ralph/ to the project's .gitignore (written against the bytes it read);
+// history and commits belong to gitctx, and when and why to write to its
+// callers. .ralph/ holds only
 // runtime files (locks, journal, index, backups); deleting it loses no
 // state.
 package mdstate

@@ -180,7 +180,7 @@ func (e *ChecklistEdit) SetMeta(id, key, value string) error {
 		return err
 	}
 	it := &e.c.Items[i]
-	value = oneLine(value)
+	value = cleanLine(value)
 	if err := e.expect(i, key, value, true); err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (e *ChecklistEdit) AddMeta(id, key, value string) error {
 	if err != nil {
 		return err
 	}
-	value = oneLine(value)
+	value = cleanLine(value)
 	if err := e.expect(i, key, value, false); err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ type MetaKV struct{ Key, Value string }
 // Add appends a new item at the end of the file's last top-level checklist
 // (or at the end of the file) and returns its ID.
 func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
-	title = oneLine(title)
+	title = cleanLine(title)
 	if title == "" {
 		return "", fmt.Errorf("a %s needs a title", e.c.Kind.Noun)
 	}
@@ -321,7 +321,7 @@ func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 	contentIndent := strings.Repeat(" ", len(indent)+len(marker))
 	it := Item{ID: id, Title: title, Status: Pending}
 	for _, m := range meta {
-		val := oneLine(m.Value)
+		val := cleanLine(m.Value)
 		b.WriteString(contentIndent + "- " + m.Key + ": " + val + s.eol)
 		it.Meta = append(it.Meta, Meta{Key: strings.ToLower(m.Key), Value: val})
 	}

@@ -107,7 +107,18 @@ func ignoreRuntimeDir(path string) (bool, error) {
 		out = append(out, eol...)
 	}
 	out = append(out, gitignoreComment+eol+gitignoreLine+eol...)
-	if err := WriteFileAtomic(path, out, mode); err != nil {
+	// Against the bytes read: a person's save meanwhile is kept, and init
+	// says so rather than overwrite it.
+	exists := err == nil
+	if exists {
+		_, err = writeIfUnchanged(path, data, out, mode)
+	} else {
+		_, err = writeDurable(path, out, mode, true)
+	}
+	switch {
+	case errors.Is(err, errChanged) || errors.Is(err, errExists):
+		return false, fmt.Errorf("%s changed while ralph was adding %s to it; run `ralph init` again", GitignoreFile, gitignoreLine)
+	case err != nil:
 		return false, fmt.Errorf("write %s: %w", GitignoreFile, err)
 	}
 	return true, nil

@@ -520,12 +520,12 @@ func (e *Entry) Render(eol string) []byte {
 		b.WriteString(e.Time.UTC().Format(time.RFC3339))
 		b.WriteString(" — ")
 	}
-	b.WriteString(oneLine(e.Title))
+	b.WriteString(cleanLine(e.Title))
 	b.WriteString(eol)
 	for _, f := range e.Fields {
-		b.WriteString(strings.TrimRight("- "+f.Key+": "+oneLine(f.Value), " ") + eol)
+		b.WriteString(strings.TrimRight("- "+f.Key+": "+cleanLine(f.Value), " ") + eol)
 		for _, item := range f.List {
-			b.WriteString("  - " + oneLine(item) + eol)
+			b.WriteString("  - " + cleanLine(item) + eol)
 		}
 	}
 	return b.Bytes()
@@ -594,14 +594,14 @@ func (p *Project) AppendProgress(e Entry) error {
 	}
 	text = append(text, e.Render(eol)...)
 	if err := p.writeJournal(size, text); err != nil {
-		return err
+		return writeFailure(ProgressFile, "cannot append", err)
 	}
 	// One write call: a kill mid-write is finished from the journal.
 	if _, err := f.Write(text); err != nil {
-		return &FileError{File: ProgressFile, Msg: "cannot append: " + unwrapPathErr(err)}
+		return writeFailure(ProgressFile, "cannot append", err)
 	}
 	if err := f.Sync(); err != nil {
-		return err
+		return writeFailure(ProgressFile, "cannot append", err)
 	}
 	p.noteAppend(f, size+int64(len(text)))
 	_ = os.Remove(p.journalPath())

@@ -179,7 +179,7 @@ func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*
 		case errors.Is(err, errChanged) && try < 3:
 			continue
 		case err != nil:
-			return c, &FileError{File: kind.File, Msg: "cannot write: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
+			return c, writeFailure(kind.File, "cannot write", err)
 		}
 		p.noteWrite(kind.File, out, written)
 		p.remember(after)
@@ -386,7 +386,7 @@ func (p *Project) createLocked(name string, data []byte) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, &FileError{File: name, Msg: "cannot create: " + unwrapPathErr(err), Hint: "check the permissions of the folder"}
+		return false, writeFailure(name, "cannot create", err)
 	}
 	p.noteWrite(name, data, fi)
 	return true, nil
@@ -416,6 +416,11 @@ func (p *Project) ReplaceFile(name string, data []byte) error {
 	if err := p.recoverLocked(); err != nil {
 		return err
 	}
+	return p.replaceLocked(name, data)
+}
+
+// replaceLocked is ReplaceFile for a caller that holds the state lock.
+func (p *Project) replaceLocked(name string, data []byte) error {
 	path := p.Path(name)
 	mode := fs.FileMode(0o644)
 	switch fi, err := os.Stat(path); {
@@ -432,7 +437,7 @@ func (p *Project) ReplaceFile(name string, data []byte) error {
 	}
 	written, err := writeDurable(path, data, mode, false)
 	if err != nil {
-		return &FileError{File: name, Msg: "cannot write: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
+		return writeFailure(name, "cannot write", err)
 	}
 	p.noteWrite(name, data, written)
 	return nil
@@ -521,6 +526,13 @@ func (p *Project) forgetOwn(name string) {
 // has changed. It reads the whole file, except for the progress log, of
 // which it reads the last few KiB.
 func (p *Project) ChangedSinceOwnWrite(name string) (changed, ok bool, err error) {
+	// Under the state lock: a write is recorded before the lock is given
+	// up, so a write in flight is never taken for someone else's.
+	unlock, err := p.lockState()
+	if err != nil {
+		return false, false, err
+	}
+	defer unlock()
 	p.mu.Lock()
 	w, ok := p.own[name]
 	p.mu.Unlock()

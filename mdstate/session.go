@@ -339,7 +339,7 @@ func (s *Session) Render(eol string) []byte {
 	b := s.render(eol)
 	for _, f := range s.Extra {
 		if f.Value != "" {
-			b = append(b, "- "+f.Key+": "+oneLine(f.Value)+eol...)
+			b = append(b, "- "+f.Key+": "+cleanLine(f.Value)+eol...)
 		}
 	}
 	return b
@@ -350,7 +350,7 @@ func (s *Session) fields() []Field {
 	var fs []Field
 	kv := func(k, v string) {
 		if v != "" {
-			fs = append(fs, Field{Key: k, Value: oneLine(v)})
+			fs = append(fs, Field{Key: k, Value: cleanLine(v)})
 		}
 	}
 	kv("id", s.ID)

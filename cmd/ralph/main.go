@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ralph-dev/ralph/cmd/ralph/internal/cli"
+	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
 func main() {
@@ -20,13 +21,17 @@ func main() {
 }
 
 func run() int {
+	// ralph re-executes itself as the supervisor of every agent it starts
+	// (coordinator/proc): such a process is nothing else, and never
+	// returns from here.
+	proc.Supervise(os.Args)
 	// Most commands live for milliseconds and allocate a few megabytes
 	// (parsing a 1,000-task file is about 3 MB): collecting garbage that
 	// often costs more than it saves. GOGC still overrides this.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignals()
 	defer stop()
 	env, err := cli.EnvFromOS()
 	if err != nil {
@@ -35,4 +40,37 @@ func run() int {
 	}
 	streams := cli.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrTTY: term.IsTerminal(int(os.Stderr.Fd()))}
 	return cli.Main(ctx, os.Args[1:], streams, env)
+}
+
+// stopSignals stop ralph's work the way Ctrl-C does: SIGTERM is how
+// kill, service managers and containers ask a program to end, SIGHUP how
+// a closed terminal or a dropped ssh connection says so. Left at their
+// default, either would kill ralph with its task still in progress, its
+// session still "running", and its agent at work.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// stopOnSignals returns the root context: the first stop signal cancels
+// it with a cli.StopSignal cause, which picks the exit code. Later ones
+// are ignored while the work stops (it is bounded by the agent's grace).
+func stopOnSignals() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	go func() {
+		select {
+		case sig := <-sigs:
+			// A hangup often takes the reader of ralph's output with it
+			// (`ralph run | tee log` over ssh): a write to a broken pipe
+			// must fail, not kill ralph before it saved the session.
+			// Caught here rather than ignored for good: an ignored
+			// SIGPIPE would stay ignored in the agents ralph starts.
+			signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+			cancel(cli.StopSignal{Signal: sig})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel(nil)
+	}
 }

@@ -21,12 +21,16 @@ import (
 
 	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
+	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
 // TestMain lets the test binary run as the real ralph: testscript puts a
 // copy of it named "ralph" on the scripts' PATH, beside a fake "claude"
 // (agenttest.FakeClaudeMain, steered by FAKE_CLAUDE_* variables).
 func TestMain(m *testing.M) {
+	// The agents' supervisor first, like run (proc.Supervise); the copy
+	// named "ralph" gets there through run.
+	proc.Supervise(os.Args)
 	testscript.Main(m, map[string]func(){
 		"ralph":          func() { os.Exit(run()) },
 		"ralph-holdlock": holdLock,

@@ -5,8 +5,10 @@
 //
 //   - the prompt goes to the child on stdin, which is then closed (an open,
 //     silent stdin makes some CLIs wait or block);
-//   - the child runs in its own process group (through package proc); when
-//     Run returns, the child and everything it spawned are gone;
+//   - the child runs in its own process group, contained (through package
+//     proc, Cmd.Contain): when Run returns, the child and everything it
+//     spawned are gone, what left its group (setsid, a daemon) too, and
+//     so within a second when ralph dies, by any signal;
 //   - every raw byte of the child's stdout is copied to Request.RawLog;
 //   - a child that prints nothing on stdout for Request.NoOutputTimeout, or
 //     runs past Request.Timeout, is stopped (SIGINT to the group, SIGKILL
@@ -42,6 +44,10 @@ type Request struct {
 	// process group) as soon as it runs, before any event: the coordinator
 	// records it so that a later start can stop a survivor of a crash.
 	OnStart func(pid int)
+	// Mark, when set, is put in the environment of the child and of
+	// everything it starts (proc.MarkVar): after a crash, the coordinator
+	// finds what is left of its session's agents by it.
+	Mark string
 	// NoOutputTimeout stops a child that writes no stdout byte for this
 	// long (ErrorKind "no_output"); zero disables the watchdog.
 	NoOutputTimeout time.Duration
@@ -51,6 +57,13 @@ type Request struct {
 	// Grace is the time between SIGINT and SIGKILL when the child is
 	// stopped; zero means proc.DefaultGrace.
 	Grace time.Duration
+	// MaxTurns caps the model calls of the run, for CLIs that take a cap
+	// (claude --max-turns); zero means none. The CLI ends a run that
+	// reaches it with ErrorKind "max_turns".
+	MaxTurns int
+	// Permission is what the agent may do without asking; "" is
+	// PermissionBypass. Backends map it to their CLI's own flags.
+	Permission Permission
 }
 
 // EventKind names what an Event reports.
@@ -62,9 +75,9 @@ const (
 	EventText       EventKind = "text"        // assistant text: Text
 	EventToolUse    EventKind = "tool_use"    // the agent calls Tool; Text = its input, shortened
 	EventToolResult EventKind = "tool_result" // a tool's result: Tool (when known), Text shortened
-	EventUsage      EventKind = "usage"       // one model call's usage as the CLI reports it at the call's start
+	EventUsage      EventKind = "usage"       // one model call's usage (not a running total): Usage, CostUSD estimated from the price table (0 when the model has none)
 	EventRetry      EventKind = "retry"       // the CLI retries a failed API call: Text says why
-	EventResult     EventKind = "result"      // the final result: Text = the final message, Usage, CostUSD
+	EventResult     EventKind = "result"      // the final result: Text = the final message, Usage and CostUSD of the whole run, the CLI's own figures
 )
 
 // Event is one step of a running child, for progress display. Events are
@@ -76,6 +89,11 @@ type Event struct {
 	SessionID string
 	Usage     Usage
 	CostUSD   float64
+	// A retry's attempt, its wait and the HTTP status that caused it
+	// (EventRetry), when the CLI says.
+	Attempt   int
+	Delay     time.Duration
+	APIStatus int
 }
 
 // Usage counts tokens: In includes cache reads and cache creation.
@@ -108,9 +126,12 @@ type Result struct {
 	// ResetAt is when a usage limit resets, when the CLI said so.
 	ResetAt   time.Time
 	ErrorText string // a short human reason
-	Usage     Usage
-	CostUSD   float64
-	NumTurns  int
+	// Usage and CostUSD are the run's, as the CLI totals them at the end;
+	// for a run ralph stopped before that, the sum of the calls it
+	// streamed, the cost estimated from the price table (see PriceOf).
+	Usage    Usage
+	CostUSD  float64
+	NumTurns int
 	// SkippedLines counts stdout lines that were not understood: not JSON,
 	// or longer than the line limit. They are still in RawLog.
 	SkippedLines int

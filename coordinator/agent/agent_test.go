@@ -15,11 +15,14 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
+	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
 // TestMain lets the test binary be the fake claude: with RALPH_FAKE_CLAUDE=1
-// it runs agenttest.FakeClaudeMain instead of the tests.
+// it runs agenttest.FakeClaudeMain instead of the tests. It is the
+// agents' supervisor first, like ralph's main (proc.Supervise).
 func TestMain(m *testing.M) {
+	proc.Supervise(os.Args)
 	if os.Getenv("RALPH_FAKE_CLAUDE") == "1" {
 		os.Exit(agenttest.FakeClaudeMain())
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,11 +17,14 @@ import (
 // Claude returns the backend for Claude Code at bin ("claude" finds it on
 // PATH). It runs
 //
-//	claude -p --output-format stream-json --verbose --dangerously-skip-permissions [--model M]
+//	claude -p --output-format stream-json --verbose PERMISSION [--model M] [--max-turns N]
 //
-// with the prompt on stdin (no argv length limit), and sets IS_SANDBOX=1
-// when ralph runs as root: the CLI refuses to skip permissions as root
-// otherwise (and takes no other value: IS_SANDBOX=yes is refused too).
+// with the prompt on stdin (no argv length limit). PERMISSION is
+// Request.Permission in the CLI's words (--dangerously-skip-permissions
+// for the default, bypass; see claudePermissionArgs). With the bypass it
+// sets IS_SANDBOX=1 when ralph runs as root: the CLI refuses to skip
+// permissions as root otherwise (and takes no other value: IS_SANDBOX=yes
+// is refused too).
 func Claude(bin string) Backend {
 	return claudeBackend{bin: bin, root: os.Geteuid() == 0, now: time.Now}
 }
@@ -34,16 +38,21 @@ type claudeBackend struct {
 func (claudeBackend) Name() string { return "claude" }
 
 func (b claudeBackend) args(req Request) []string {
-	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
+	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	args = append(args, claudePermissionArgs(req.Permission)...)
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
+	}
+	if req.MaxTurns > 0 {
+		// Accepted though `claude --help` does not list it (AGENT-CLIS.md).
+		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))
 	}
 	return args
 }
 
 func (b claudeBackend) env(req Request) []string {
 	env := req.Env
-	if !b.root {
+	if !b.root || req.Permission.orDefault() != PermissionBypass {
 		return env
 	}
 	if env == nil {
@@ -61,7 +70,7 @@ func (b claudeBackend) env(req Request) []string {
 }
 
 func (b claudeBackend) Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error) {
-	s := newClaudeStream(onEvent)
+	s := newClaudeStream(onEvent, req.Model)
 	end, err := runChild(ctx, proc.Cmd{Name: b.bin, Args: b.args(req), Env: b.env(req)}, req, s)
 	if err != nil {
 		return Result{}, fmt.Errorf("start claude: %w", err)
@@ -81,13 +90,20 @@ type claudeStream struct {
 	// limitResetsAt is the reset time of the last rejected
 	// rate_limit_event: a fallback when the result names no time.
 	limitResetsAt int64
+	// model is the session's model (the request's, then the init line's):
+	// the price of a call whose message does not name its own.
+	model string
+	// streamed and estimate add up the calls reported so far: the
+	// record of a run stopped before its result line.
+	streamed Usage
+	estimate float64
 }
 
-func newClaudeStream(onEvent func(Event)) *claudeStream {
+func newClaudeStream(onEvent func(Event), model string) *claudeStream {
 	if onEvent == nil {
 		onEvent = func(Event) {}
 	}
-	return &claudeStream{onEvent: onEvent, messages: map[string]bool{}, tools: map[string]string{}}
+	return &claudeStream{onEvent: onEvent, messages: map[string]bool{}, tools: map[string]string{}, model: model}
 }
 
 // streamLine holds the fields ralph reads from any stream-json line.
@@ -100,6 +116,7 @@ type streamLine struct {
 	Model     string `json:"model"`
 	Message   *struct {
 		ID      string          `json:"id"`
+		Model   string          `json:"model"`
 		Content json.RawMessage `json:"content"` // blocks; a string in some user lines
 		Usage   *apiUsage       `json:"usage"`
 	} `json:"message"`
@@ -140,6 +157,10 @@ func (u *apiUsage) usage() Usage {
 		return Usage{}
 	}
 	return Usage{In: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, Out: u.OutputTokens}
+}
+
+func (u *apiUsage) tokens() Tokens {
+	return Tokens{Input: u.InputTokens, CacheWrite: u.CacheCreationInputTokens, CacheRead: u.CacheReadInputTokens, Output: u.OutputTokens}
 }
 
 type contentBlock struct {
@@ -183,9 +204,13 @@ func (s *claudeStream) line(b []byte) {
 		switch l.Subtype {
 		case "init":
 			s.sessionID = l.SessionID
+			if l.Model != "" {
+				s.model = l.Model
+			}
 			s.onEvent(Event{Kind: EventInit, SessionID: l.SessionID, Text: l.Model})
 		case "api_retry":
-			s.onEvent(Event{Kind: EventRetry, SessionID: s.sessionID, Text: retryText(l)})
+			s.onEvent(Event{Kind: EventRetry, SessionID: s.sessionID, Text: retryText(l), Attempt: l.Attempt,
+				Delay: time.Duration(l.RetryDelayMS * float64(time.Millisecond)), APIStatus: rawInt(l.ErrorStatus)})
 		}
 	case "assistant":
 		s.assistant(l)
@@ -224,11 +249,31 @@ func (s *claudeStream) assistant(l streamLine) {
 		}
 	}
 	// The CLI prints one assistant line per content block, each repeating
-	// the message's usage: report it once per message.
+	// the message's usage: report it once per message. A message is one
+	// model call, so the calls' usages add up to the run's.
 	if id := l.Message.ID; id != "" && l.Message.Usage != nil && !s.messages[id] {
 		s.messages[id] = true
-		s.onEvent(Event{Kind: EventUsage, Usage: l.Message.Usage.usage(), SessionID: s.sessionID})
+		u := l.Message.Usage.usage()
+		cost := s.estimateCost(l.Message.Model, l.Message.Usage)
+		s.streamed.In += u.In
+		s.streamed.Out += u.Out
+		s.estimate += cost
+		s.onEvent(Event{Kind: EventUsage, Usage: u, CostUSD: cost, SessionID: s.sessionID})
 	}
+}
+
+// estimateCost prices one call by its message's model (a subagent may use
+// another than the session's), else the session's; 0 when neither is in
+// the price table.
+func (s *claudeStream) estimateCost(model string, u *apiUsage) float64 {
+	if model == "" || model == "<synthetic>" {
+		model = s.model
+	}
+	p, ok := PriceOf(model)
+	if !ok {
+		return 0
+	}
+	return p.Cost(u.tokens())
 }
 
 func (s *claudeStream) user(l streamLine) {
@@ -329,6 +374,9 @@ func (s *claudeStream) finish(end childEnd, now time.Time) Result {
 	if end.stopped != "" && !end.stoppedSettled {
 		r.IsError, r.ErrorKind = true, end.stopped
 		r.ErrorText = stoppedText(end.stopped)
+		// What it spent until the stop is the record: a run stopped for
+		// its budget must count toward it.
+		r.Usage, r.CostUSD = s.streamed, s.estimate
 		if s.result != nil {
 			r.Usage, r.CostUSD = s.result.Usage.usage(), s.result.TotalCostUSD
 		}

@@ -47,8 +47,8 @@ type childEnd struct {
 // runChild runs c with the request's prompt on stdin, feeds its stdout to
 // sink line by line (and every raw byte to req.RawLog), and enforces the
 // no-output watchdog, the deadline and ctx. It returns once the child has
-// exited and its process group has been killed; the error is non-nil only
-// when the child could not be started.
+// exited and everything it started has been killed; the error is non-nil
+// only when the child could not be started.
 func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (childEnd, error) {
 	if ctx.Err() != nil {
 		// Cancelled before it began: nothing to start or stop.
@@ -57,6 +57,11 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 	c.Dir = req.Dir
 	c.Stdin = strings.NewReader(req.Prompt)
 	c.Grace = req.Grace
+	// A process group is not a container: Claude Code's Bash tool runs
+	// each command in a session of its own, which a SIGKILLed claude (or
+	// ralph) left running. The supervisor reaches those too.
+	c.Contain = true
+	c.Mark = req.Mark
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -130,8 +135,8 @@ wait:
 			}
 		}
 	}
-	// Done is closed: Wait returns at once and kills what is left of the
-	// group (grandchildren that outlived the agent).
+	// Done is closed: the supervisor has killed what the agent left
+	// behind; without one, Wait kills what is left of its group.
 	_ = p.Wait(time.Second)
 	end.exitCode = p.ExitCode()
 	end.duration = time.Since(start)

@@ -12,25 +12,55 @@
 //   - stdin is the null device unless the caller supplies one: an open,
 //     silent stdin pipe makes some agent CLIs block forever.
 //
+// # Containment
+//
+// A process group is not a container: Claude Code's Bash tool runs each
+// command in a new session and process group, and anything can call setsid
+// or double-fork to leave its group (a SIGKILLed claude left a `python3 …
+// sleep` of its Bash tool running 16 s after the next run had recovered).
+// A child started with Cmd.Contain runs under a supervisor: ralph's own
+// program, re-executed in a hidden mode (Supervise, which main and every
+// TestMain call first). The supervisor starts the child, reports its pid
+// to ralph, and waits for one of three things: the child's exit (the
+// iteration's end), SIGTERM from ralph (the stop's SIGKILL phase), or the
+// end of a pipe whose other end only ralph holds (ralph's death, by any
+// signal, SIGKILL included). Then it kills every process it can reach,
+// over and over until none is left, and exits the way the child did. A
+// Cmd.Mark goes into the environment of the child and so of everything it
+// starts (MarkVar), which lets KillMarked find what is left when the
+// supervisor itself was killed.
+//
 // What each platform gives (the rules above hold on all of them, except
 // where said):
 //
-//   - Linux: all of the above, plus a parent-death signal, so a SIGKILLed
-//     ralph leaves no child; StartTime and KillGroupIfSame read /proc so
-//     that recovery can kill a dead ralph's survivors without hitting a
-//     reused pid.
-//   - macOS and the BSDs: process groups and signals, but no parent-death
-//     signal: a SIGKILLed ralph leaves its child running, and StartTime
-//     is unavailable, so KillGroupIfSame never kills (recovery cannot tell
-//     a survivor from a stranger that reused its pid).
-//   - Windows: no process groups or signals. The child gets a new console
-//     process group (so a Ctrl-C typed at ralph's console does not reach
-//     it) and is put in a job object that kills its whole tree when ralph
-//     exits or dies. The interrupt is a CTRL_BREAK_EVENT, which reaches the
-//     child only when it shares ralph's console; the kill terminates the
-//     job. A grandchild spawned in the instant between the child's start
-//     and its assignment to the job escapes the job. StartTime is
-//     unavailable, as on macOS.
+//   - Linux: all of the above. The supervisor is a child subreaper
+//     (PR_SET_CHILD_SUBREAPER): whatever the child starts is its
+//     descendant, even after a setsid or a double fork, and it kills them
+//     all, found through /proc. The child has a parent-death signal, so a
+//     killed supervisor takes the child with it; KillMarked reads
+//     /proc/*/environ. StartTime and KillGroupIfSame read /proc so that
+//     recovery can kill a dead ralph's survivors without hitting a reused
+//     pid.
+//   - macOS and the BSDs: process groups and signals, and the supervisor,
+//     but no subreaper: when the child ends, is stopped, or ralph dies,
+//     the supervisor kills the child's process group only, so a process
+//     that left the group (setsid, a daemon) outlives it. There is no
+//     parent-death signal, KillMarked finds nothing, and StartTime is
+//     unavailable, so KillGroupIfSame never kills (recovery cannot tell a
+//     survivor from a stranger that reused its pid).
+//   - Windows: no process groups, signals or supervisor. The child gets a
+//     new console process group (so a Ctrl-C typed at ralph's console does
+//     not reach it) and is put in a job object that kills its whole tree,
+//     setsid-like detaching included, when ralph exits or dies. The
+//     interrupt is a CTRL_BREAK_EVENT, which reaches the child only when
+//     it shares ralph's console; the kill terminates the job. A grandchild
+//     spawned in the instant between the child's start and its assignment
+//     to the job escapes the job. StartTime is unavailable, as on macOS,
+//     and KillMarked finds nothing.
+//
+// Cgroups and PID namespaces would contain more (a process started on the
+// child's behalf by a service outside its tree), but need privileges or
+// a systemd session that ralph cannot count on; ralph works without them.
 package proc
 
 import (
@@ -39,7 +69,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strings"
 	"time"
 )
 
@@ -75,6 +107,16 @@ type Cmd struct {
 	// Grace is the time between SIGINT and SIGKILL on cancellation;
 	// zero means DefaultGrace. A hard stop (ErrStopNow) uses HardGrace.
 	Grace time.Duration
+	// Contain runs the child under a supervisor (see Containment in the
+	// package doc), for Start only: when the child exits, is stopped, or
+	// ralph dies, everything it started is killed. Where this program
+	// cannot be re-executed as a supervisor (Supervise was not called, or
+	// Windows), the child runs as without it.
+	Contain bool
+	// Mark, when set, goes into the child's environment as MarkVar=Mark,
+	// and so into that of everything it starts: KillMarked finds them by
+	// it.
+	Mark string
 }
 
 // ErrNotFound reports that the program is not installed (not on PATH).
@@ -92,7 +134,7 @@ func (c Cmd) grace() time.Duration {
 func (c Cmd) build(ctx context.Context) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
 	cmd.Dir = c.Dir
-	cmd.Env = c.Env
+	cmd.Env = c.environ()
 	cmd.Stdin = c.Stdin // nil means the null device
 	cmd.SysProcAttr = sysProcAttr()
 	grace := c.grace()
@@ -115,6 +157,26 @@ func (c Cmd) build(ctx context.Context) *exec.Cmd {
 	// exit and close its pipes; then Wait returns regardless.
 	cmd.WaitDelay = grace + waitSlack
 	return cmd
+}
+
+// environ is the child's environment: Env (or ralph's), with the mark.
+func (c Cmd) environ() []string {
+	if c.Mark == "" {
+		return c.Env
+	}
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		// A ralph run by an agent of another ralph inherits that one's
+		// mark: the child carries its own ralph's only.
+		if !strings.HasPrefix(kv, MarkVar+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, MarkVar+"="+c.Mark)
 }
 
 // start starts cmd and puts it under the platform's group control.
@@ -214,13 +276,21 @@ type Process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// sup is ralph's side of the supervisor of a contained child (cmd
+	// then runs the supervisor); nil otherwise.
+	sup *supervisor
 }
 
 // Start starts the command with its output going to stdout and stderr
-// (nil discards). The context cancels it as a group, like Output.
+// (nil discards). The context cancels it as a group, like Output. With
+// Cmd.Contain, Start returns once the supervisor has started the child.
 func Start(ctx context.Context, c Cmd, stdout, stderr io.Writer) (*Process, error) {
-	if _, err := exec.LookPath(c.Name); err != nil {
+	path, err := exec.LookPath(c.Name)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, ErrNotFound)
+	}
+	if c.Contain && supervisable.Load() {
+		return startSupervised(ctx, c, path, stdout, stderr)
 	}
 	cmd := c.build(ctx)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -236,7 +306,13 @@ func Start(ctx context.Context, c Cmd, stdout, stderr io.Writer) (*Process, erro
 }
 
 // Pid returns the child's process ID, which is also its process group ID.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+// For a contained child it is the child's, not its supervisor's.
+func (p *Process) Pid() int {
+	if p.sup != nil {
+		return p.sup.childPid()
+	}
+	return p.cmd.Process.Pid
+}
 
 // Done is closed when the child has exited and its output has been copied
 // to the writers given to Start. The copying is bounded too: pipes a
@@ -258,17 +334,37 @@ func (p *Process) ExitCode() int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-// Wait waits for the child to exit, at most timeout, then kills its group.
+// Wait waits for the child to exit, at most timeout, then kills its group
+// (a contained child's supervisor has killed everything by then).
 func (p *Process) Wait(timeout time.Duration) error {
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
-		killGroup(p.cmd.Process)
+		p.kill()
 		<-p.done
-		return fmt.Errorf("%s: still running after %s; killed", p.cmd.Path, timeout)
+		return fmt.Errorf("%s: still running after %s; killed", p.name(), timeout)
+	}
+	if p.sup == nil {
+		killGroup(p.cmd.Process)
+	}
+	return p.err
+}
+
+// kill kills the child and everything it started, at once.
+func (p *Process) kill() {
+	if p.sup != nil {
+		p.sup.killAll(p.cmd.Process, p.done)
+		return
 	}
 	killGroup(p.cmd.Process)
-	return p.err
+}
+
+// name is the child's program, for messages.
+func (p *Process) name() string {
+	if p.sup != nil {
+		return p.sup.name
+	}
+	return p.cmd.Path
 }
 
 // Runner runs programs by this package's rules for the packages below

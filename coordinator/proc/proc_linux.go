@@ -29,22 +29,43 @@ func maxRSS(ps *os.ProcessState) int64 {
 // /proc: with the pid, it names one process, since a pid can be reused by a
 // later process but not with the same start time.
 func StartTime(pid int) (uint64, error) {
+	st, err := readStat(pid)
+	return st.start, err
+}
+
+// procStat is what ralph reads from /proc/<pid>/stat.
+type procStat struct {
+	state byte // R, S, D, Z (zombie), T, …
+	ppid  int
+	start uint64 // clock ticks since boot
+}
+
+// readStat reads /proc/<pid>/stat.
+func readStat(pid int) (procStat, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return procStat{}, err
 	}
 	// The command name, in parentheses, may hold spaces: count fields
-	// after its closing parenthesis. starttime is field 22 overall, so
-	// the 20th after the name.
+	// after its closing parenthesis. state is field 3 overall, ppid 4,
+	// starttime 22: the 1st, 2nd and 20th after the name.
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
+		return procStat{}, fmt.Errorf("unreadable /proc/%d/stat", pid)
 	}
 	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 20 {
-		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("unreadable /proc/%d/stat", pid)
 	}
-	return strconv.ParseUint(f[19], 10, 64)
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procStat{}, fmt.Errorf("unreadable /proc/%d/stat: %w", pid, err)
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("unreadable /proc/%d/stat: %w", pid, err)
+	}
+	return procStat{state: f[0][0], ppid: ppid, start: start}, nil
 }
 
 // KillGroupIfSame SIGKILLs what is left of the process group that pid led

@@ -319,8 +319,15 @@ func TestDoneAndExitCode(t *testing.T) {
 
 // TestMain doubles as the helper of TestChildDiesWithKilledParent: with
 // RALPH_PROC_HELPER=parent the test binary starts a long-running child
-// through proc, prints its PID and waits to be killed.
+// through proc, prints its PID and waits to be killed; with
+// RALPH_PROC_HELPER=contained, the helper of
+// TestContainedTreeDiesWithKilledParent. It is a supervisor first, like
+// ralph's main.
 func TestMain(m *testing.M) {
+	Supervise(os.Args)
+	if os.Getenv("RALPH_PROC_HELPER") == "contained" {
+		containedParent()
+	}
 	if os.Getenv("RALPH_PROC_HELPER") == "parent" {
 		p, err := Start(context.Background(), Cmd{Name: "sleep", Args: []string{"60"}}, nil, nil)
 		if err != nil {

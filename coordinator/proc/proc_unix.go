@@ -30,10 +30,3 @@ func killGroup(p *os.Process) {
 		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 	}
 }
-
-// Signal sends sig to the child alone (not its group): how a test
-// simulates a crash of the child itself. Once the child has been reaped
-// the error is ESRCH.
-func (p *Process) Signal(sig syscall.Signal) error {
-	return syscall.Kill(p.cmd.Process.Pid, sig)
-}

@@ -17,6 +17,9 @@
 //	                    huge               one 100 MB line (FAKE_CLAUDE_SIZE bytes), then a result
 //	                    ignore_sigint      ignore SIGINT, start a grandchild that
 //	                                       ignores it too, print init, hang
+//	                    endless            an agent that never finishes: a tool
+//	                                       call with its usage and its result,
+//	                                       over and over (see @endless)
 //	FAKE_CLAUDE_SCRIPT  a file replayed instead of a mode (see Replay)
 //	FAKE_CLAUDE_RECORD  a file to write what the fake was given (see Record)
 //	FAKE_CLAUDE_PIDFILE a file to write the pids of the fake and of any
@@ -60,6 +63,15 @@ func ReadRecord(path string) (Record, error) {
 // SessionID is the session id of the fake's built-in conversations.
 const SessionID = "5e55f0a1-fa4e-4c1a-9d1e-000000000001"
 
+// The endless mode's model, and the usage of each of its model calls: 1,000
+// input tokens (200 of them written to the cache, 300 read from it) and
+// 100 output tokens, one call every EndlessInterval.
+const (
+	EndlessModel                                                     = "claude-sonnet-4-5-20250929"
+	EndlessInput, EndlessCacheWrite, EndlessCacheRead, EndlessOutput = 500, 200, 300, 100
+	EndlessInterval                                                  = 10 * time.Millisecond
+)
+
 // The built-in conversations, in the script format of Replay. The tool
 // result of the default one carries a completion marker and a usage-limit
 // notice: ralph must read neither from tool output.
@@ -72,6 +84,10 @@ const (
 	lineSuccess   = `{"type":"result","subtype":"success","is_error":false,"duration_ms":1234,"num_turns":2,"result":"Wrote notes.txt.\n<promise>COMPLETE</promise>","stop_reason":"end_turn","session_id":"` + SessionID + `","total_cost_usd":0.0123,"usage":{"input_tokens":250,"cache_creation_input_tokens":20,"cache_read_input_tokens":30,"output_tokens":40},"terminal_reason":"completed","api_error_status":null}`
 	line429Text   = `{"type":"assistant","message":{"id":"e1","model":"<synthetic>","role":"assistant","type":"message","content":[{"type":"text","text":"API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit"}]},"session_id":"` + SessionID + `","error":"rate_limit","is_api_error_message":true,"api_error_status":429}`
 	line429Result = `{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit","session_id":"` + SessionID + `","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0},"terminal_reason":"api_error","api_error_status":429}`
+
+	// lineEndlessInit names a model the price table knows, so that a
+	// cost can be estimated from the usage @endless streams.
+	lineEndlessInit = `{"type":"system","subtype":"init","cwd":"/fake","session_id":"` + SessionID + `","tools":["Bash"],"model":"` + EndlessModel + `","permissionMode":"bypassPermissions","claude_code_version":"fake"}`
 
 	// Success is the default conversation: a tool call, its result, a final
 	// message with a completion marker, and the result line.
@@ -89,6 +105,7 @@ var modes = map[string]string{
 	"rate_limit":        lineInit + "\n" + line429Text + "\n" + line429Result + "\n@exit 1\n",
 	"huge":              lineInit + "\n@huge\n" + lineFinal + "\n" + lineSuccess + "\n",
 	"ignore_sigint":     "@ignore_sigint\n@grandchild\n" + lineInit + "\n@hang\n",
+	"endless":           lineEndlessInit + "\n@endless\n",
 	"grandchild":        "@ignore_sigint\n@hang\n",
 }
 
@@ -166,13 +183,29 @@ func checkArgs(args []string) string {
 				return "Error: When using --print, --output-format=stream-json requires --verbose"
 			}
 		}
+		value := ""
+		if i+1 < len(args) {
+			value = args[i+1]
+		}
+		switch a {
+		case "--permission-mode":
+			switch value {
+			case "acceptEdits", "bypassPermissions", "default", "dontAsk", "plan":
+			default:
+				return fmt.Sprintf("error: option '--permission-mode <mode>' argument '%s' is invalid. Allowed choices are acceptEdits, bypassPermissions, default, dontAsk, plan.", value)
+			}
+		case "--max-turns":
+			if n, err := strconv.Atoi(value); err != nil || n < 1 {
+				return fmt.Sprintf("error: --max-turns needs a positive number, not %q", value)
+			}
+		}
 	}
 	return ""
 }
 
 // lastPositional returns a prompt given as an argument, if any.
 func lastPositional(args []string) string {
-	takesValue := map[string]bool{"--output-format": true, "--model": true, "--max-turns": true, "--append-system-prompt": true, "--session-id": true, "--resume": true, "--input-format": true}
+	takesValue := map[string]bool{"--output-format": true, "--model": true, "--max-turns": true, "--append-system-prompt": true, "--session-id": true, "--resume": true, "--input-format": true, "--permission-mode": true}
 	var pos string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -199,6 +232,10 @@ func lastPositional(args []string) string {
 //	@ignore_sigint    ignore SIGINT from here on
 //	@grandchild       start a copy of the fake that ignores SIGINT and
 //	                  hangs, in the same process group
+//	@endless          never end: every EndlessInterval, one model call as
+//	                  the real CLI prints it (an assistant line with a Bash
+//	                  tool call and the call's usage, a new message id
+//	                  each time, then the tool's result)
 //
 // and returns the exit code.
 func Replay(script io.Reader, stdout, stderr io.Writer) int {
@@ -250,12 +287,30 @@ func Replay(script io.Reader, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, "fake claude:", err)
 				return 1
 			}
+		case "@endless":
+			endless(out)
 		default:
 			fmt.Fprintf(stderr, "fake claude: unknown directive %s\n", directive)
 			return 2
 		}
 	}
 	return 0
+}
+
+// endless prints one model call after another, forever (see @endless).
+func endless(out *bufio.Writer) {
+	for n := 1; ; n++ {
+		fmt.Fprintf(out, `{"type":"assistant","message":{"id":"msg_endless_%d","type":"message","role":"assistant","model":"%s",`+
+			`"content":[{"type":"tool_use","id":"toolu_endless_%d","name":"Bash","input":{"command":"ls"}}],`+
+			`"usage":{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":%d}},"session_id":"%s"}`+"\n",
+			n, EndlessModel, n, EndlessInput, EndlessCacheWrite, EndlessCacheRead, EndlessOutput, SessionID)
+		fmt.Fprintf(out, `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_endless_%d","type":"tool_result","content":"notes.txt"}]},"session_id":"%s"}`+"\n",
+			n, SessionID)
+		if out.Flush() != nil {
+			return // the reader is gone
+		}
+		time.Sleep(EndlessInterval)
+	}
 }
 
 // writeHuge prints one valid assistant line of FAKE_CLAUDE_SIZE bytes

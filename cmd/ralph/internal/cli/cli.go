@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/mdstate"
 	"github.com/ralph-dev/ralph/projectdetect"
 )
@@ -55,6 +56,9 @@ type Env struct {
 	// Git is where git's configuration lives (HOME, XDG_CONFIG_HOME,
 	// GIT_CONFIG_*), for the project scan's global excludes file.
 	Git projectdetect.GitConfig
+	// Secrets are the values of the environment's secrets (keys, tokens,
+	// passwords), redacted from everything ralph writes from an agent.
+	Secrets []string
 }
 
 // Factory gives commands what they share.
@@ -137,7 +141,7 @@ func Main(ctx context.Context, args []string, io IOStreams, env Env) int {
 	if err == nil {
 		return ExitOK
 	}
-	return reportError(f, cmd, err)
+	return signalCode(ctx, reportError(f, cmd, err))
 }
 
 func reportError(f *Factory, cmd *cobra.Command, err error) int {
@@ -198,10 +202,15 @@ Start with 'ralph init', add tasks with 'ralph task add' (or by writing
 "- [ ] what to do" in RALPH_TASKS.md), see where things stand with
 'ralph status', and let agents work through the tasks with 'ralph run'.
 
-One-shot: ralph "fix the typo in the README" gives one task (two words or
-more, quoted or not) to one agent, with a minimal context and no loop, and
-prints the result; --json for scripts. It works beside a running session.
-'ralph demo' shows the whole cycle with a scripted agent, no AI needed.`,
+One-shot: ralph "fix the typo in the README" gives one task (one quoted
+argument of two words or more) to one agent, with a minimal context and no
+loop, and prints the result; --json for scripts. It works beside a running
+session. Bare words that are not a command are a usage error, never a task.
+'ralph demo' shows the whole cycle with a scripted agent, no AI needed.
+
+Agents run unattended with every permission unless told otherwise
+(--permission-mode bypass: claude --dangerously-skip-permissions, with
+IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 		Example: `  ralph init
   ralph task add "Write the docs"
   ralph run --max-iterations 5
@@ -315,7 +324,8 @@ func EnvFromOS() (Env, error) {
 	if err != nil {
 		return Env{}, fmt.Errorf("find the working directory: %w", err)
 	}
-	env := Env{Dir: dir, Agent: os.Getenv("RALPH_AGENT"), Git: projectdetect.GitConfigFromEnv(os.Getenv)}
+	env := Env{Dir: dir, Agent: os.Getenv("RALPH_AGENT"), Git: projectdetect.GitConfigFromEnv(os.Getenv),
+		Secrets: coordinator.SecretsFromEnv(os.Environ())}
 	if s := os.Getenv("RALPH_NOW"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

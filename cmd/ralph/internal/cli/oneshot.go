@@ -1,24 +1,38 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/coordinator/agent"
 )
 
-// addOneShot makes the root command run `ralph "free text task"`. A task is
-// two words or more: a single word is a command name, so a typo such as
-// `ralph stauts` is an unknown command, never an agent run.
+// oneShotOptions are the root command's flags for `ralph "task"`.
+type oneShotOptions struct {
+	Agent, AgentCmd, Model, PermissionMode string
+	MaxTurns                               int
+	JSON                                   bool
+}
+
+// addOneShot makes the root command run `ralph "free text task"`: one
+// argument of two words or more. Anything else that is not a command is a
+// usage error and never reaches an agent: a single word is a command name
+// (`ralph stauts` is an unknown command), and several bare words are a
+// mistyped command (`ralph taks add foo` once ran an agent with every
+// permission on the prompt "taks add foo") or an unquoted task.
 func addOneShot(f *Factory, root *cobra.Command) {
-	var agentName, agentCmd, model string
-	var asJSON bool
+	var o oneShotOptions
 	unknown := root.Args
 	root.Args = func(c *cobra.Command, args []string) error {
-		if len(args) == 1 && len(strings.Fields(args[0])) < 2 {
+		switch {
+		case len(args) == 1 && len(strings.Fields(args[0])) < 2:
 			return unknown(c, args)
+		case len(args) > 1:
+			return severalWords(c, args)
 		}
 		return nil
 	}
@@ -26,41 +40,71 @@ func addOneShot(f *Factory, root *cobra.Command) {
 		if len(args) == 0 {
 			return c.Help()
 		}
-		task := strings.Join(args, " ")
-		ag, err := pickAgent(f, agentName, agentCmd)
-		if err != nil {
-			return err
-		}
-		p, _ := f.Project()
-		res, err := coordinator.OneShot(c.Context(), coordinator.Options{Root: p.Root, Agent: ag, Model: model, Now: f.nowFunc(), Git: f.Env.Git}, task)
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			if err := writeJSON(f.IO.Out, res); err != nil {
-				return err
-			}
-		} else {
-			fmt.Fprintf(f.IO.Out, "%s: %s\n", res.Status, res.Summary)
-			if res.Reason != "" {
-				fmt.Fprintf(f.IO.ErrOut, "  %s\n", res.Reason)
-			}
-			if len(res.FilesChanged) > 0 {
-				fmt.Fprintf(f.IO.ErrOut, "  changed: %s\n", strings.Join(res.FilesChanged, ", "))
-			}
-			fmt.Fprintf(f.IO.ErrOut, "  %s · %d in, %d out tokens · $%.4f · %.1fs\n", coordinator.AgentLabel(res.Agent, res.Model), res.TokensIn, res.TokensOut, res.CostUSD, float64(res.DurationMS)/1000)
-		}
-		switch res.Status {
-		case coordinator.OneShotComplete:
-			return nil
-		case coordinator.OneShotInterrupted:
-			return &exitError{code: ExitInterrupted, msg: "interrupted"}
-		}
-		return &exitError{code: ExitFailure, msg: "the task is " + string(res.Status)}
+		return runOneShot(f, c, o, args[0])
 	}
 	fl := root.Flags()
-	fl.StringVar(&agentName, "agent", "", "one-shot: the agent CLI `NAME` (claude or exec)")
-	fl.StringVar(&agentCmd, "agent-cmd", "", "one-shot with --agent exec: the `COMMAND` to run")
-	fl.StringVar(&model, "model", "", "one-shot: the `MODEL` the agent uses")
-	fl.BoolVar(&asJSON, "json", false, "one-shot: print the result as JSON")
+	fl.StringVar(&o.Agent, "agent", "", "one-shot: the agent CLI `NAME` (claude or exec)")
+	fl.StringVar(&o.AgentCmd, "agent-cmd", "", "one-shot with --agent exec: the `COMMAND` to run")
+	fl.StringVar(&o.Model, "model", "", "one-shot: the `MODEL` the agent uses")
+	fl.BoolVar(&o.JSON, "json", false, "one-shot: print the result as JSON")
+	fl.IntVar(&o.MaxTurns, "max-turns", DefaultMaxTurns, "one-shot: the agent makes at most `N` model calls (claude --max-turns; 0: no cap)")
+	fl.StringVar(&o.PermissionMode, "permission-mode", string(agent.PermissionBypass), "one-shot: "+permissionFlagUsage)
+}
+
+// severalWords refuses bare words that name no command: a usage error
+// that suggests the command meant, or quoting the task.
+func severalWords(c *cobra.Command, args []string) error {
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		return usageError{errors.New(msg + "; did you mean " + strings.Join(s, " or ") + "?")}
+	}
+	return usageError{fmt.Errorf("%s; to give an agent a task, quote it as one argument: ralph %q", msg, strings.Join(args, " "))}
+}
+
+// runOneShot runs one task with one agent and prints the result.
+func runOneShot(f *Factory, c *cobra.Command, o oneShotOptions, task string) error {
+	if o.MaxTurns < 0 {
+		return usagef("--max-turns must not be negative")
+	}
+	perm, err := agent.ParsePermission(o.PermissionMode)
+	if err != nil {
+		return usagef("--permission-mode: %v", err)
+	}
+	ag, err := pickAgent(f, o.Agent, o.AgentCmd)
+	if err != nil {
+		return err
+	}
+	p, _ := f.Project()
+	opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxTurns: o.MaxTurns, Permission: perm,
+		Now: f.nowFunc(), Git: f.Env.Git, Secrets: f.Env.Secrets}
+	// The header goes to stderr even with --json: stdout is the result's.
+	fmt.Fprintf(f.IO.ErrOut, "ralph: %s\n", newRunHeader(opts))
+	res, err := coordinator.OneShot(c.Context(), opts, task)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		if err := writeJSON(f.IO.Out, res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(f.IO.Out, "%s: %s\n", res.Status, res.Summary)
+		if res.Reason != "" {
+			fmt.Fprintf(f.IO.ErrOut, "  %s\n", res.Reason)
+		}
+		if len(res.FilesChanged) > 0 {
+			fmt.Fprintf(f.IO.ErrOut, "  changed: %s\n", strings.Join(res.FilesChanged, ", "))
+		}
+		fmt.Fprintf(f.IO.ErrOut, "  %s · %d in, %d out tokens · $%.4f · %.1fs\n", coordinator.AgentLabel(res.Agent, res.Model), res.TokensIn, res.TokensOut, res.CostUSD, float64(res.DurationMS)/1000)
+	}
+	switch res.Status {
+	case coordinator.OneShotComplete:
+		return nil
+	case coordinator.OneShotInterrupted:
+		return &exitError{code: ExitInterrupted, msg: "interrupted"}
+	}
+	return &exitError{code: ExitFailure, msg: "the task is " + string(res.Status)}
 }

@@ -84,9 +84,8 @@ func listSessions(f *Factory, r *coordinator.Report, asJSON bool) error {
 	} else {
 		fmt.Fprintln(f.IO.ErrOut, "no session recorded in RALPH_TASKS.md")
 	}
-	for i, e := range out.Ended {
-		fmt.Fprintf(w, "%s  %s: %s iterations, %s, %s\n", ended[i].ID,
-			e.Fields["outcome"], e.Fields["iterations"], e.Fields["tasks"], e.Fields["cost"])
+	for _, e := range ended {
+		fmt.Fprintf(w, "%s  %s: %d iterations, %d done, $%.4f\n", e.ID, e.Outcome, e.Iterations, e.TasksDone, e.CostUSD)
 	}
 	return nil
 }

@@ -29,7 +29,10 @@ type RunOptions struct {
 	Agent, AgentCmd, Model, Task string
 	MaxIterations                int
 	MaxCost                      float64
+	MaxTokens                    int64
 	MaxTime                      time.Duration
+	MaxTurns                     int
+	PermissionMode               string
 	JSON                         bool
 	Commit                       bool
 	NewSession                   bool
@@ -39,6 +42,7 @@ type RunOptions struct {
 	Backoff                      time.Duration
 	NoOutputTimeout              time.Duration
 	IterationTimeout             time.Duration
+	Resources                    coordinator.Resources
 }
 
 // pickAgent resolves --agent, then RALPH_AGENT, then the first agent CLI
@@ -73,8 +77,30 @@ to-dos, a progress entry), and go on until no task is ready or a limit is
 reached. Everything ralph knows is in the state files as it goes; the
 session (iteration, tokens, cost) is kept in RALPH_TASKS.md.
 
-Only one coordinator runs per project. Ctrl-C stops the agent's whole
-process group, puts its task back to pending and exits with 130.
+Only one coordinator runs per project. Ctrl-C stops the agent and
+everything it started (whatever left its process group too), puts its
+task back to pending with a note, saves the session as paused and exits
+with 130; SIGTERM and SIGHUP (a closed terminal, a dropped ssh
+connection) do the same and exit with 143 and 129. If ralph is killed
+outright (kill -9), what its agent started is stopped within a second,
+and the next 'ralph run' recovers the session.
+
+Budgets: --max-cost, --max-tokens (the session's) and --max-time (this
+run's) are also checked while an agent works, against the usage it
+streams: crossing one stops the agent within a second, records what it
+spent, puts its task back to pending with a note naming the limit, and
+exits with 3. While claude works, its cost is estimated from a price table
+by model; its own figure replaces the estimate when it finishes.
+--max-turns caps each agent's model calls (claude --max-turns).
+
+Resources: before each agent starts, ralph checks the project's disk and
+pauses the session (exit 3) when less than --min-disk-free is free. Each
+agent's output is kept in .ralph/logs (mode 0600, secrets redacted),
+capped by --log-max-size (its start and end kept); the oldest logs go
+beyond --logs-max-total or --logs-max-age. Values of the environment's
+keys, tokens, secrets and passwords are written as [redacted] everywhere.
+
+` + permissionHelp + `
 
 The agent is --agent, else $RALPH_AGENT, else the first of claude, codex,
 opencode, gemini found on PATH. --agent exec --agent-cmd "PROGRAM ARGS"
@@ -82,15 +108,21 @@ runs any program: the prompt on its stdin, its last output as its final
 message.
 
 Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
-3 stopped by a limit; 4 another coordinator runs here; 130 interrupted.`,
+3 stopped by a limit or low disk space; 4 another coordinator runs here;
+130 interrupted (Ctrl-C); 129 stopped by SIGHUP; 143 stopped by SIGTERM.`,
 		Example: `  ralph run
   ralph run --agent claude --model sonnet --max-iterations 10 --max-cost 5
+  ralph run --max-tokens 2000000 --max-time 2h --permission-mode accept-edits
   ralph run --task T4
   ralph run --agent exec --agent-cmd "./my-agent --fast" --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.MaxIterations < 0 || o.MaxCost < 0 || o.MaxTime < 0 || o.Backoff < 0 {
+			if o.MaxIterations < 0 || o.MaxCost < 0 || o.MaxTokens < 0 || o.MaxTime < 0 || o.MaxTurns < 0 || o.Backoff < 0 {
 				return usagef("limits must not be negative")
+			}
+			perm, err := agent.ParsePermission(o.PermissionMode)
+			if err != nil {
+				return usagef("--permission-mode: %v", err)
 			}
 			if o.NoOutputTimeout <= 0 || o.IterationTimeout <= 0 {
 				return usagef("--no-output-timeout and --iteration-timeout must be more than 0")
@@ -120,11 +152,12 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 				return err
 			}
 			opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
-				MaxCost: o.MaxCost, MaxTime: o.MaxTime, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
+				MaxCost: o.MaxCost, MaxTokens: o.MaxTokens, MaxTime: o.MaxTime, MaxTurns: o.MaxTurns, Permission: perm, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
 				NewSession: o.NewSession, OnFailure: coordinator.FailurePolicy(o.OnFailure), MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker,
 				NoOutputTimeout: o.NoOutputTimeout, IterationTimeout: o.IterationTimeout}
 			opts.Now = f.nowFunc()
 			opts.Git = f.Env.Git
+			opts.Secrets, opts.Resources = f.Env.Secrets, o.Resources
 			co, err := coordinator.New(opts)
 			if err != nil {
 				var locked *coordinator.ErrLocked
@@ -134,10 +167,12 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 				return err
 			}
 			defer co.Close()
+			d := newRunDisplay(f, o.JSON)
+			d.header(newRunHeader(opts))
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				newRunDisplay(f, o.JSON).follow(co.Events())
+				d.follow(co.Events())
 			}()
 			out, err := co.Run(cmd.Context())
 			<-done // the display ends with the run's stopped event
@@ -152,7 +187,7 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 			switch out.Reason {
 			case coordinator.StopAllDone, coordinator.StopPaused:
 				return nil
-			case coordinator.StopLimit:
+			case coordinator.StopLimit, coordinator.StopLowDisk:
 				return &exitError{code: ExitLimit, msg: out.Detail}
 			case coordinator.StopInterrupted:
 				return &exitError{code: ExitInterrupted, msg: "interrupted; the task is back to pending and `ralph run` continues the session"}
@@ -167,8 +202,11 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 	fl.StringVar(&o.AgentCmd, "agent-cmd", "", "with --agent exec: the `COMMAND` to run, prompt on stdin")
 	fl.StringVar(&o.Model, "model", "", "the `MODEL` the agent uses (default: the agent's own)")
 	fl.IntVar(&o.MaxIterations, "max-iterations", 0, "stop after `N` iterations (0: no limit)")
-	fl.Float64Var(&o.MaxCost, "max-cost", 0, "stop once the session has cost `USD` (0: no limit)")
-	fl.DurationVar(&o.MaxTime, "max-time", 0, "stop after `DURATION`, e.g. 2h (0: no limit)")
+	fl.Float64Var(&o.MaxCost, "max-cost", 0, "stop once the session has cost `USD`, even mid-task (0: no limit)")
+	fl.Int64Var(&o.MaxTokens, "max-tokens", 0, "stop once the session has used `N` tokens, in and out, even mid-task (0: no limit)")
+	fl.DurationVar(&o.MaxTime, "max-time", 0, "stop after `DURATION`, e.g. 2h, even mid-task (0: no limit)")
+	fl.IntVar(&o.MaxTurns, "max-turns", DefaultMaxTurns, "each agent makes at most `N` model calls (claude --max-turns; 0: no cap)")
+	fl.StringVar(&o.PermissionMode, "permission-mode", string(agent.PermissionBypass), permissionFlagUsage)
 	fl.StringVar(&o.Task, "task", "", "work on this task `ID` only")
 	fl.BoolVar(&o.JSON, "json", false, "print one JSON event per line on stdout instead of the display")
 	fl.BoolVar(&o.Commit, "commit", false, "commit each completed task (what its agent changed, plus the state files)")
@@ -179,6 +217,11 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 	fl.DurationVar(&o.NoOutputTimeout, "no-output-timeout", 10*time.Minute, "stop an agent that prints nothing for `DURATION` (a failed attempt)")
 	fl.DurationVar(&o.IterationTimeout, "iteration-timeout", time.Hour, "stop an agent that runs longer than `DURATION` (a failed attempt)")
 	fl.IntVar(&o.Breaker, "breaker", 3, "stop after `N` iterations in a row that complete no task and change no file (-1: never)")
+	o.Resources = coordinator.DefaultResources()
+	fl.Var(&o.Resources.MinDiskFree, "min-disk-free", "pause before an agent starts when the project's disk has less than `SIZE` free (0: never)")
+	fl.Var(&o.Resources.LogMaxSize, "log-max-size", "keep at most `SIZE` of one agent's output in .ralph/logs, its start and its end (0: all)")
+	fl.Var(&o.Resources.LogsMaxTotal, "logs-max-total", "remove the oldest logs once .ralph/logs holds more than `SIZE` (0: never)")
+	fl.Var(&o.Resources.LogsMaxAge, "logs-max-age", "remove logs older than `AGE`, e.g. 30d or 12h (0: never)")
 	return cmd
 }
 
@@ -300,4 +343,100 @@ func (d *runDisplay) show(ev coordinator.Event) {
 		fmt.Fprintf(w, "%s · %d in, %d out tokens\n", line, ev.TokensIn, ev.TokensOut)
 	}
 	d.draw()
+}
+
+// DefaultMaxTurns is --max-turns' default for ralph run and the one-shot:
+// enough for a long task, and a bound on an agent that keeps calling tools
+// when no budget is set.
+const DefaultMaxTurns = 200
+
+// permissionHelp explains --permission-mode in run's and the root's help.
+const permissionHelp = `Permissions: an agent runs unattended, so nobody answers its questions;
+--permission-mode decides up front what it may do, in its CLI's own flags,
+and every run shows it first:
+  bypass        (the default) every tool, no questions: claude
+                --dangerously-skip-permissions, with IS_SANDBOX=1 when
+                ralph runs as root (the CLI refuses otherwise)
+  accept-edits  file edits; other tools as the CLI's settings allow:
+                claude --permission-mode acceptEdits
+  default       only what the CLI's settings allow, the rest is refused:
+                claude --permission-mode default ("ask" means this too)
+With --agent exec the mode is only shown: the program decides.`
+
+const permissionFlagUsage = "what the agent may do without asking: `MODE` bypass, accept-edits or default (see above)"
+
+// runHeader is how a run starts its agents: which agent, with which
+// permissions, within which limits. It is shown before any agent starts:
+// a line on stderr, or the first line of --json.
+type runHeader struct {
+	Event           string           `json:"event"` // "run_started"
+	Agent           string           `json:"agent"`
+	Model           string           `json:"model,omitempty"`
+	Permission      agent.Permission `json:"permission_mode"`
+	PermissionFlags string           `json:"permission_flags,omitempty"` // how the agent's CLI is told
+	MaxTurns        int              `json:"max_turns,omitempty"`        // when the agent's CLI takes a cap
+	MaxTurnsFlag    string           `json:"-"`
+	MaxIterations   int              `json:"max_iterations,omitempty"`
+	MaxCost         float64          `json:"max_cost_usd,omitempty"`
+	MaxTokens       int64            `json:"max_tokens,omitempty"`
+	MaxTime         string           `json:"max_time,omitempty"`
+}
+
+// runStartedEvent is the header's event name in --json output.
+const runStartedEvent = "run_started"
+
+func newRunHeader(o coordinator.Options) runHeader {
+	perm := o.Permission
+	if perm == "" {
+		perm = agent.PermissionBypass
+	}
+	name := o.Agent.Name()
+	h := runHeader{Event: runStartedEvent, Agent: name, Model: o.Model, Permission: perm,
+		PermissionFlags: agent.PermissionFlags(name, perm), MaxTurnsFlag: agent.MaxTurnsFlag(name, o.MaxTurns),
+		MaxIterations: o.MaxIterations, MaxCost: o.MaxCost, MaxTokens: o.MaxTokens}
+	if h.MaxTurnsFlag != "" {
+		h.MaxTurns = o.MaxTurns
+	}
+	if o.MaxTime > 0 {
+		h.MaxTime = o.MaxTime.String()
+	}
+	return h
+}
+
+// String is the header's line on stderr.
+func (h runHeader) String() string {
+	var b strings.Builder
+	b.WriteString(coordinator.AgentLabel(h.Agent, h.Model) + " · permission mode " + string(h.Permission))
+	if h.PermissionFlags != "" {
+		b.WriteString(" (" + h.PermissionFlags + ")")
+	}
+	var limits []string
+	if h.MaxTurnsFlag != "" {
+		limits = append(limits, h.MaxTurnsFlag)
+	}
+	if h.MaxIterations > 0 {
+		limits = append(limits, fmt.Sprintf("--max-iterations %d", h.MaxIterations))
+	}
+	if h.MaxCost > 0 {
+		limits = append(limits, fmt.Sprintf("--max-cost $%.2f", h.MaxCost))
+	}
+	if h.MaxTokens > 0 {
+		limits = append(limits, fmt.Sprintf("--max-tokens %d", h.MaxTokens))
+	}
+	if h.MaxTime != "" {
+		limits = append(limits, "--max-time "+h.MaxTime)
+	}
+	if len(limits) > 0 {
+		b.WriteString(" · " + strings.Join(limits, " "))
+	}
+	return b.String()
+}
+
+// header shows how the run starts its agents, before anything else.
+func (d *runDisplay) header(h runHeader) {
+	if d.json != nil {
+		_ = d.json.Encode(h)
+		return
+	}
+	fmt.Fprintf(d.f.IO.ErrOut, "ralph: %s\n", h)
 }

@@ -1,0 +1,181 @@
+package coordinator
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// This file keeps each agent run's raw output in .ralph/logs: redacted,
+// readable by its owner only (mode 0600: an agent's output quotes the
+// files and environment it saw), capped per run and pruned as a whole. One
+// task that printed 300 MB once left 287 MB there, never removed.
+
+// logsDir is the folder of the agents' raw logs.
+func logsDir(root string) string { return filepath.Join(root, mdstate.RuntimeDir, "logs") }
+
+// agentLog is one agent run's log as it is written: redactWriter →
+// cappedLog → the file.
+type agentLog struct {
+	f      *os.File
+	capped *cappedLog
+	io.Writer
+	redact *redactWriter
+}
+
+// openLog prunes the logs folder, then creates the log name in it.
+func openLog(root, name string, res Resources, red *redactor) (*agentLog, error) {
+	res = res.withDefaults()
+	dir := logsDir(root)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, ioError("create the agents' log folder", err)
+	}
+	keep := int64(res.LogsMaxTotal)
+	if keep > 0 && res.LogMaxSize > 0 {
+		keep = max(keep-int64(res.LogMaxSize), 0) // room for the log about to be written
+	}
+	pruneLogs(dir, time.Duration(res.LogsMaxAge), keep, time.Now())
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, ioError("create the agent's log", err)
+	}
+	_ = f.Chmod(0o600) // a log of the same name from an older ralph was 0644
+	l := &agentLog{f: f}
+	var w io.Writer = f
+	if res.LogMaxSize > 0 {
+		head := int64(res.LogMaxSize) * 3 / 4
+		l.capped = &cappedLog{f: f, head: head, tail: int64(res.LogMaxSize) - head}
+		w = l.capped
+	}
+	l.redact = &redactWriter{w: w, r: red}
+	l.Writer = l.redact
+	return l, nil
+}
+
+// Close writes what the redactor holds and the cap's marker, and closes
+// the file.
+func (l *agentLog) Close() error {
+	err := l.redact.Close()
+	if l.capped != nil {
+		err = errors.Join(err, l.capped.finish())
+	}
+	return errors.Join(err, l.f.Close())
+}
+
+// cappedLog writes a log of at most about head+2*tail bytes however much
+// goes through it: the first head bytes, then a marker line saying how
+// much was cut, then about the last tail bytes (between tail and 2*tail).
+// The tail is kept in the file, not in memory: once the file holds more
+// than 2*tail after the head, its last tail bytes are moved up behind the
+// head and the file is truncated there.
+type cappedLog struct {
+	f          *os.File
+	head, tail int64
+	size       int64 // the file's size
+	received   int64 // bytes written through the log
+	// tailAt is where the kept tail starts, after the head and the room
+	// for the marker; 0 until something was cut.
+	tailAt int64
+	err    error
+}
+
+// markerRoom is the room kept for the marker line.
+const markerRoom = 160
+
+func (c *cappedLog) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.f.WriteAt(p, c.size)
+	c.size += int64(n)
+	c.received += int64(n)
+	if err != nil {
+		c.err = err
+		return n, err
+	}
+	start := c.tailAt
+	if start == 0 {
+		start = c.head + markerRoom
+	}
+	if c.size > start+2*c.tail {
+		c.err = c.compact(start)
+	}
+	return n, c.err
+}
+
+// compact moves the file's last tail bytes to start and truncates it there.
+func (c *cappedLog) compact(start int64) error {
+	from := c.size - c.tail
+	if _, err := io.Copy(io.NewOffsetWriter(c.f, start), io.NewSectionReader(c.f, from, c.tail)); err != nil {
+		return err
+	}
+	c.tailAt, c.size = start, start+c.tail
+	return c.f.Truncate(c.size)
+}
+
+// finish writes the marker into its room, once something was cut.
+func (c *cappedLog) finish() error {
+	if c.tailAt == 0 || c.err != nil {
+		return c.err
+	}
+	cut := c.received - c.head - (c.size - c.tailAt)
+	m := fmt.Sprintf("\n[ralph: %d bytes of the agent's output cut here; the log keeps its first %d and its last %d bytes]",
+		cut, c.head, c.size-c.tailAt)
+	if len(m)+1 > markerRoom {
+		m = m[:markerRoom-1]
+	}
+	m += strings.Repeat(" ", markerRoom-1-len(m)) + "\n"
+	_, err := c.f.WriteAt([]byte(m), c.head)
+	return err
+}
+
+// pruneLogs removes the logs in dir older than maxAge, then the oldest
+// until the rest hold at most maxTotal bytes (a negative bound is off).
+// Ages are file times, so they go by the system's clock. What cannot be
+// removed stays; pruning never stops a run.
+func pruneLogs(dir string, maxAge time.Duration, maxTotal int64, now time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type logFile struct {
+		path string
+		size int64
+		mod  time.Time
+	}
+	var logs []logFile
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".log") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		logs = append(logs, logFile{filepath.Join(dir, e.Name()), fi.Size(), fi.ModTime()})
+	}
+	slices.SortFunc(logs, func(a, b logFile) int { return cmp.Or(a.mod.Compare(b.mod), cmp.Compare(a.path, b.path)) })
+	var total int64
+	for _, l := range logs {
+		total += l.size
+	}
+	for _, l := range logs {
+		old := maxAge > 0 && now.Sub(l.mod) > maxAge
+		if !old && (maxTotal < 0 || total <= maxTotal) {
+			continue
+		}
+		if err := os.Remove(l.path); err == nil || errors.Is(err, fs.ErrNotExist) {
+			total -= l.size
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// canSupervise: Linux has everything containment uses.
+func canSupervise() bool { return true }
+
+// selfPath is the program to re-execute as a supervisor: /proc/self/exe
+// names this very program even when its file was replaced or deleted
+// since it started (an upgrade while ralph runs).
+func selfPath() (string, error) { return "/proc/self/exe", nil }
+
+// becomeSubreaper makes the supervisor the parent of every orphan among
+// its descendants: a process that double-forks or calls setsid stays
+// within its reach.
+func becomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// childAttr starts the supervisor's child in a process group of its own
+// (the group ralph interrupts) with a parent-death signal: a supervisor
+// killed with SIGKILL takes the child with it.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// pids lists the processes in /proc.
+func pids() []int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	out := make([]int, 0, len(names))
+	for _, n := range names {
+		if pid, err := strconv.Atoi(n); err == nil && pid > 0 {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// liveDescendants lists the descendants of root that are not zombies, from
+// one pass over /proc.
+func liveDescendants(root int) []int {
+	children := map[int][]int{}
+	zombie := map[int]bool{}
+	for _, pid := range pids() {
+		st, err := readStat(pid)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		children[st.ppid] = append(children[st.ppid], pid)
+		zombie[pid] = st.state == 'Z' || st.state == 'X'
+	}
+	var live []int
+	queue := children[root]
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if !zombie[pid] {
+			live = append(live, pid)
+		}
+		queue = append(queue, children[pid]...)
+	}
+	return live
+}
+
+// KillMarked SIGKILLs every process whose environment carries
+// MarkVar=mark (see Cmd.Mark), found through /proc/*/environ, over and
+// over until none is left, and returns how many it killed. It is how
+// recovery stops what a dead ralph's agent left running when its
+// supervisor was killed too. It reaches the processes of ralph's own user
+// (root: all); one that emptied or rewrote its environment escapes it.
+// Between reading a process's environment and killing it, the process
+// could end and its pid be taken by a new one: that needs the kernel to
+// hand out every other pid first, which it does not do in microseconds.
+func KillMarked(mark string) (int, error) {
+	if mark == "" {
+		return 0, nil
+	}
+	want := []byte(MarkVar + "=" + mark)
+	self := os.Getpid()
+	killed := map[int]bool{}
+	deadline := time.Now().Add(sweepLimit)
+	for {
+		found := 0
+		for _, pid := range pids() {
+			if pid == self || !marked(pid, want) {
+				continue
+			}
+			found++
+			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+				killed[pid] = true
+			}
+		}
+		if found == 0 {
+			return len(killed), nil
+		}
+		if time.Now().After(deadline) {
+			return len(killed), fmt.Errorf("%d processes marked %s=%s still run after %s", found, MarkVar, mark, sweepLimit)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// marked reports whether pid is alive and its environment holds the entry
+// want exactly. A zombie's environment reads empty.
+func marked(pid int, want []byte) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for len(env) > 0 {
+		kv := env
+		if i := bytes.IndexByte(env, 0); i >= 0 {
+			kv, env = env[:i], env[i+1:]
+		} else {
+			env = nil
+		}
+		if bytes.Equal(kv, want) {
+			return true
+		}
+	}
+	return false
+}

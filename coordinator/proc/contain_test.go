@@ -1,0 +1,318 @@
+//go:build linux
+
+package proc
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// treeScript starts, from a shell whose pid it records first, one process
+// of every kind an agent leaves behind, each recording its pid in $PIDS: a
+// background job in the shell's group, a new session (setsid), a double
+// fork (orphaned at once), and a double fork into a new session (a
+// daemon). It returns once all five pids are written.
+const treeScript = `echo $$ >> "$PIDS"
+sleep 60 &
+echo $! >> "$PIDS"
+setsid sh -c 'echo $$ >> "$PIDS"; exec sleep 60' &
+sh -c 'sh -c "echo \$\$ >> \"\$PIDS\"; exec sleep 60" &'
+sh -c 'setsid sh -c "echo \$\$ >> \"\$PIDS\"; exec sleep 60" &'
+while [ "$(wc -l < "$PIDS")" -lt 5 ]; do sleep 0.01; done
+`
+
+// treeSize is how many pids treeScript records.
+const treeSize = 5
+
+// readTree waits for treeScript's five pids.
+func readTree(t *testing.T, path string) []int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _ := os.ReadFile(path)
+		if f := strings.Fields(string(data)); len(f) >= treeSize {
+			var pids []int
+			for _, s := range f {
+				pid, err := strconv.Atoi(s)
+				if err != nil {
+					t.Fatalf("%s: %q is not a pid", path, s)
+				}
+				pids = append(pids, pid)
+			}
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tree recorded %q, want %d pids", data, treeSize)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// killTree cleans up after a failed test.
+func killTree(t *testing.T, pids []int) {
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// requireGone fails for every pid of the tree still alive (not a zombie).
+func requireGone(t *testing.T, what string, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("%s: process %d still alive", what, pid)
+		}
+	}
+}
+
+func treeCmd(pidFile, end string) Cmd {
+	return Cmd{Name: "sh", Args: []string{"-c", treeScript + end}, Env: append(os.Environ(), "PIDS="+pidFile), Contain: true}
+}
+
+// When a contained child exits, everything it started is gone by the time
+// Done closes, whatever left its process group; the exit code is the
+// child's and Pid is the child's own.
+func TestContainedChildEndLeavesNothing(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	var out syncBuffer
+	p, err := Start(t.Context(), treeCmd(pidFile, "exit 3"), &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after the child exited")
+	}
+	tree := readTree(t, pidFile)
+	killTree(t, tree)
+	requireGone(t, "after the child's exit", tree)
+	if got := p.ExitCode(); got != 3 {
+		t.Errorf("ExitCode = %d, want the child's 3", got)
+	}
+	if p.Pid() != tree[0] {
+		t.Errorf("Pid = %d, the child is %d (the supervisor's pid leaked)", p.Pid(), tree[0])
+	}
+}
+
+// Stopping a contained child (its context cancelled) interrupts its group,
+// then, after the grace (HardGrace for a hard stop), kills everything it
+// started, in or out of its group.
+func TestContainedChildStopLeavesNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		cause    error
+		grace    time.Duration
+		min, max time.Duration
+	}{
+		{"plain stop", errors.New("user pressed stop"), 300 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second},
+		{"hard stop", ErrStopNow, 30 * time.Second, HardGrace, 800 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "pids")
+			ctx, cancel := context.WithCancelCause(t.Context())
+			c := treeCmd(pidFile, `while :; do sleep 1; done`)
+			// Ignored from the start: the stop may come while the
+			// script still waits for its tree.
+			c.Args[1] = `trap "" INT` + "\n" + c.Args[1]
+			c.Grace = tt.grace
+			p, err := Start(ctx, c, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree := readTree(t, pidFile)
+			killTree(t, tree)
+			start := time.Now()
+			cancel(tt.cause)
+			select {
+			case <-p.Done():
+			case <-time.After(tt.max):
+				t.Fatalf("Done not closed %s after the stop", tt.max)
+			}
+			if elapsed := time.Since(start); elapsed < tt.min {
+				t.Errorf("done after %s: the child ignores SIGINT, so nothing should have killed it before the %s grace", elapsed, tt.min)
+			}
+			requireGone(t, "after the stop", tree)
+			if got := p.ExitCode(); got != -1 {
+				t.Errorf("ExitCode = %d, want -1 (killed)", got)
+			}
+		})
+	}
+}
+
+// containedParent is the helper of TestContainedTreeDiesWithKilledParent:
+// it starts treeScript contained and waits to be killed.
+func containedParent() {
+	_, err := Start(context.Background(), Cmd{Name: "sh", Args: []string{"-c", treeScript + "while :; do sleep 1; done"}, Contain: true}, nil, nil)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(1)
+	}
+	time.Sleep(60 * time.Second)
+	os.Exit(0)
+}
+
+// When ralph dies by SIGKILL, the supervisor of its contained child kills
+// the whole tree within a second, and exits.
+func TestContainedTreeDiesWithKilledParent(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	var out syncBuffer
+	parent, err := Start(t.Context(), Cmd{
+		Name: os.Args[0],
+		Args: []string{"-test.run=^$"},
+		Env:  append(os.Environ(), "RALPH_PROC_HELPER=contained", "PIDS="+pidFile),
+	}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := readTree(t, pidFile)
+	killTree(t, tree)
+	st, err := readStat(tree[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := st.ppid
+	if sup == parent.Pid() || sup <= 1 {
+		t.Fatalf("the child's parent is %d, want a supervisor between it and the helper %d", sup, parent.Pid())
+	}
+	start := time.Now()
+	if err := parent.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	all := append(slices.Clone(tree), sup)
+	for _, pid := range all {
+		waitGone(t, pid, time.Second)
+	}
+	t.Logf("helper SIGKILLed: its child's tree and supervisor gone %s later", time.Since(start).Round(time.Microsecond))
+	_ = parent.Wait(10 * time.Second)
+	if out.String() != "" {
+		t.Errorf("helper said %q", out.String())
+	}
+}
+
+// KillMarked finds the processes of a marked child that left its group,
+// long after the child itself ended, and no process of another mark.
+func TestKillMarked(t *testing.T) {
+	mark := "test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	dir := t.TempDir()
+	start := func(mark, pidFile string) []int {
+		// Not contained: the group's members die with the child (Wait
+		// kills the group), the rest survive, as after a killed
+		// supervisor.
+		c := Cmd{Name: "sh", Args: []string{"-c", treeScript}, Env: append(os.Environ(), "PIDS="+pidFile), Mark: mark}
+		p, err := Start(t.Context(), c, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree := readTree(t, pidFile)
+		killTree(t, tree)
+		groups := map[int]int{}
+		for _, pid := range tree {
+			groups[pid] = pgrp(t, pid)
+		}
+		_ = p.Wait(10 * time.Second)
+		// Wait killed the group: the members are dying.
+		for _, pid := range tree {
+			if groups[pid] == tree[0] {
+				waitGone(t, pid, 2*time.Second)
+			}
+		}
+		return tree
+	}
+	tree := start(mark, filepath.Join(dir, "pids"))
+	other := start(mark+"-other", filepath.Join(dir, "other"))
+	survivors := 0
+	for _, pid := range tree {
+		if alive(pid) {
+			survivors++
+		}
+	}
+	var others []int
+	for _, pid := range other {
+		if alive(pid) {
+			others = append(others, pid)
+		}
+	}
+	// The two in new sessions; the double-forked one stayed in the
+	// child's group, which Wait killed.
+	if survivors < 2 || len(others) < 2 {
+		t.Fatalf("%d and %d of the trees survived their child; the two setsid-ed ones should have: the test proves nothing", survivors, len(others))
+	}
+	n, err := KillMarked(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != survivors {
+		t.Errorf("KillMarked = %d, want the %d survivors", n, survivors)
+	}
+	requireGone(t, "after KillMarked", tree)
+	for _, pid := range others {
+		if !alive(pid) {
+			t.Errorf("process %d of another mark was killed", pid)
+		}
+	}
+	if n, err := KillMarked(""); n != 0 || err != nil {
+		t.Errorf("KillMarked(\"\") = %d, %v; an empty mark marks nothing", n, err)
+	}
+}
+
+// pgrp reads the process group of pid from /proc/<pid>/stat (field 5, the
+// 3rd after the command name).
+func pgrp(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	g, err := strconv.Atoi(f[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// A contained child that a signal ends is reported as such (-1); one that
+// cannot be executed is an error from Start, as without containment.
+func TestContainedExitAndStartErrors(t *testing.T) {
+	p, err := Start(t.Context(), Cmd{Name: "sh", Args: []string{"-c", "kill -KILL $$"}, Contain: true}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if got := p.ExitCode(); got != -1 {
+		t.Errorf("ExitCode of a child killed by a signal = %d, want -1", got)
+	}
+
+	bad := filepath.Join(t.TempDir(), "not-a-program")
+	if err := os.WriteFile(bad, []byte("\x7fELF but not really\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(t.Context(), Cmd{Name: bad, Contain: true}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "exec format error") {
+		t.Errorf("Start of a file that is no program = %v, want exec format error", err)
+	}
+}
+
+// The mark reaches the child's environment once, replacing one inherited
+// from another ralph's agent.
+func TestMarkInEnvironment(t *testing.T) {
+	env := append(os.Environ(), MarkVar+"=outer")
+	out, err := Output(t.Context(), Cmd{Name: "sh", Args: []string{"-c", "env | grep '^" + MarkVar + "='"}, Env: env, Mark: "inner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out); got != MarkVar+"=inner\n" {
+		t.Errorf("the child's environment has %q, want only %s=inner", got, MarkVar)
+	}
+}
