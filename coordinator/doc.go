@@ -18,9 +18,10 @@
 //     wait or a backoff); the session is saved as paused. Resume takes back
 //     a pause that has not taken effect yet, or starts a new run.
 //   - Stop(hard) ends the run now and returns once the state is saved: the
-//     agent's whole process group gets SIGINT, then SIGKILL after
-//     proc.HardGrace (hard) or Options.Grace; its task goes back to
-//     pending with a note; the session is paused.
+//     agent's whole process group gets SIGINT, then everything the agent
+//     started, in its group or not, SIGKILL after proc.HardGrace (hard) or
+//     Options.Grace (proc's containment); its task goes back to pending
+//     with a note; the session is paused.
 //   - Queue(Guidance) writes a person's message into RALPH_TASKS.md's
 //     "## Guidance" list at once; it reaches the next agent's prompt and
 //     stays queued until an iteration that received it ends with the
@@ -51,7 +52,9 @@
 // The next start recovers an interrupted session (see Run). A task's
 // status and its agent's report are one step: the report is kept in
 // .ralph/report.json before the status is saved, and recovery files what
-// of it is missing.
+// of it is missing. What must not survive is the agent's processes: its
+// supervisor kills them when ralph dies, and recovery kills any it
+// missed, by the session's mark in their environment (proc.KillMarked).
 //
 // # What an agent hands back
 //

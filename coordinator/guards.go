@@ -191,18 +191,6 @@ func (a *Age) Set(s string) error {
 // Type names the flag's value in help text.
 func (*Age) Type() string { return "age" }
 
-// StopLowDisk ends a run whose project disk has less free space than
-// Resources.MinDiskFree before an agent would start: the session is
-// paused, for `ralph run` to continue once there is room. Exit 3, as for
-// a limit.
-const StopLowDisk StopReason = "low_disk"
-
-// pauses reports whether a run that stops for r leaves its session
-// paused, to be continued, rather than ended.
-func (r StopReason) pauses() bool {
-	return r == StopInterrupted || r == StopPaused || r == StopLowDisk
-}
-
 // diskGuard says whether the project's disk has too little free space to
 // start an agent, and what to do about it. A disk whose free space cannot
 // be read (a platform without statfs) is not guarded.

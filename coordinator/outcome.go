@@ -33,7 +33,18 @@ const (
 	// an error (a state file ralph cannot write, say); Run returns the
 	// error, and the session stays recoverable.
 	StopError StopReason = "error"
+	// StopLowDisk ends a run whose project disk has less free space than
+	// Resources.MinDiskFree before an agent would start: the session is
+	// paused, for `ralph run` to continue once there is room. Exit 3, as
+	// for a limit.
+	StopLowDisk StopReason = "low_disk"
 )
+
+// pauses reports whether a run that stops for r leaves its session
+// paused (to be continued) rather than ended.
+func (r StopReason) pauses() bool {
+	return r == StopInterrupted || r == StopPaused || r == StopLowDisk
+}
 
 // Outcome is how a run ended.
 type Outcome struct {

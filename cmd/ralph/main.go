@@ -42,20 +42,21 @@ func run() int {
 	return cli.Main(ctx, os.Args[1:], streams, env)
 }
 
-// stopSignals stop ralph's work the way Ctrl-C does: SIGTERM is how
-// kill, service managers and containers ask a program to end, SIGHUP how
-// a closed terminal or a dropped ssh connection says so. Left at their
-// default, either would kill ralph with its task still in progress, its
-// session still "running", and its agent at work.
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
-
-// stopOnSignals returns the root context: the first stop signal cancels
-// it with a cli.StopSignal cause, which picks the exit code. Later ones
-// are ignored while the work stops (it is bounded by the agent's grace).
+// stopOnSignals returns the root context: the first of SIGINT (Ctrl-C),
+// SIGTERM and SIGHUP cancels it with a cli.StopSignal cause, which picks
+// the exit code. SIGTERM is how kill, service managers and containers ask
+// a program to end, SIGHUP how a closed terminal or a dropped ssh
+// connection says so: left at their default, either would kill ralph with
+// its task in progress, its session "running", its agent at work. A
+// SIGHUP ignored from the start (nohup ralph run) stays ignored. Later
+// signals are ignored while the work stops (bounded by the agent's grace).
 func stopOnSignals() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, stopSignals...)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(sigs, syscall.SIGHUP)
+	}
 	go func() {
 		select {
 		case sig := <-sigs:

@@ -20,7 +20,11 @@
 //   - exit code 0 alone is not success (subsy/ralph-tui#259): a claude
 //     child that ends without a result line is an error;
 //   - rate limits are read from structured fields and the result's text,
-//     never from tool output (frankbria/ralph-claude-code#183).
+//     never from tool output (frankbria/ralph-claude-code#183);
+//   - what the child may do is decided before it starts (Request.Permission,
+//     in the CLI's own flags), and its usage is streamed call by call
+//     (EventUsage), so that a caller can stop it the moment a budget is
+//     spent; a run stopped before its result still reports what it used.
 package agent
 
 import (

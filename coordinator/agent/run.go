@@ -63,7 +63,12 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 	c.Contain = true
 	c.Mark = req.Mark
 
-	runCtx, stop := context.WithCancel(ctx)
+	// stop passes ctx's cause on (a hard stop's proc.ErrStopNow): when
+	// the select below sees ctx done before the context package has
+	// propagated the cancel to runCtx, a plain cancel would win the race
+	// and turn a hard stop into one with the full grace.
+	runCtx, stopCause := context.WithCancelCause(ctx)
+	stop := func() { stopCause(context.Cause(ctx)) }
 	defer stop()
 
 	// exec copies the child's stdout into pw from its own goroutine; the
@@ -84,6 +89,11 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 	if err != nil {
 		pw.Close()
 		<-readDone
+		if ctx.Err() != nil {
+			// Stopped while it started (a supervisor takes a few
+			// milliseconds): an interruption, not a child that cannot run.
+			return childEnd{exitCode: -1, stopped: KindInterrupted}, nil
+		}
 		return childEnd{}, err
 	}
 	end := childEnd{pid: p.Pid()}

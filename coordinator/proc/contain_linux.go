@@ -21,10 +21,15 @@ func selfPath() (string, error) { return "/proc/self/exe", nil }
 
 // becomeSubreaper makes the supervisor the parent of every orphan among
 // its descendants: a process that double-forks or calls setsid stays
-// within its reach.
+// within its reach. It also names the process for ps and top, which would
+// otherwise show the name of the file it was started from: "exe".
 func becomeSubreaper() error {
+	_ = os.WriteFile("/proc/self/comm", []byte(supervisorName), 0)
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
+
+// supervisorName is a supervisor's name in ps (at most 15 bytes).
+const supervisorName = "ralph-supervise"
 
 // childAttr starts the supervisor's child in a process group of its own
 // (the group ralph interrupts) with a parent-death signal: a supervisor

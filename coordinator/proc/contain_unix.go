@@ -59,13 +59,16 @@ func startSupervised(ctx context.Context, c Cmd, path string, stdout, stderr io.
 	cmd.Cancel = func() error {
 		if errors.Is(context.Cause(ctx), ErrStopNow) {
 			// As in build: read by exec after Cancel returns.
-			cmd.WaitDelay = HardGrace + hardWaitSlack
+			cmd.WaitDelay = HardGrace + sweepLimit
 			grace = HardGrace
 		}
 		s.stop(cmd.Process, grace)
 		return nil
 	}
-	cmd.WaitDelay = grace + waitSlack
+	// Nothing escapes the supervisor, so no pipe outlives it: the bound is
+	// for the supervisor's sweep, which exec would cut short by killing
+	// it (and so orphan what it had not killed yet) if it were tight.
+	cmd.WaitDelay = grace + sweepLimit
 
 	err = cmd.Start()
 	lifeR.Close()
@@ -145,9 +148,16 @@ func supervise(args []string) int {
 	_ = becomeSubreaper()
 	// SIGINT and SIGHUP are ralph's to act on (it stops the child through
 	// its group); SIGTERM is ralph saying "kill everything now". Caught,
-	// not ignored: an ignored signal would stay ignored in the child.
+	// not ignored: an ignored signal stays ignored in the child. One that
+	// is ignored already (SIGHUP under nohup) stays so, for the child too,
+	// as without a supervisor.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM)
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
+		if !signal.Ignored(sig) {
+			signal.Notify(sigs, sig)
+		}
+	}
+	signal.Notify(sigs, syscall.SIGTERM)
 	pid, err := syscall.ForkExec(args[0], args[1:], &syscall.ProcAttr{
 		Env:   os.Environ(),
 		Files: []uintptr{0, 1, 2},

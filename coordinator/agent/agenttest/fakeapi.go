@@ -25,6 +25,14 @@ type FakeAPI struct {
 	Route     func(userText string) (path, content string, ok bool)
 	RateLimit bool
 	Stall     func(APICall) bool
+	// Endless, when set, answers every request, tool results included,
+	// with one more Write call: of the file it returns for the n-th
+	// request (1-based). An agent that never finishes.
+	Endless func(n int) (path, content string)
+	// Bash, when set, chooses instead of Route: to a conversation
+	// without a tool result, a call of the CLI's Bash tool running
+	// command, if ok.
+	Bash func(userText string) (command string, ok bool)
 
 	mu    sync.Mutex
 	calls []APICall
@@ -157,13 +165,21 @@ func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path, content, ok := "", "", false
-	if call.ToolResultFor == "" && f.Route != nil {
+	toolID := FakeToolID
+	if f.Endless != nil {
+		path, content = f.Endless(n)
+		ok, toolID = true, fmt.Sprintf("%s_%d", FakeToolID, n)
+	} else if call.ToolResultFor == "" && f.Route != nil {
 		path, content, ok = f.Route(call.UserText)
 	}
+	tool, args := "Write", map[string]string{"file_path": path, "content": content}
+	if command, run := f.bashCall(call); run {
+		tool, args, ok = "Bash", map[string]string{"command": command, "description": "Run the command"}, true
+	}
 	if ok {
-		input, _ := json.Marshal(map[string]string{"file_path": path, "content": content})
+		input, _ := json.Marshal(args)
 		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "tool_use", "id": FakeToolID, "name": "Write", "input": map[string]any{}}})
+			"content_block": map[string]any{"type": "tool_use", "id": toolID, "name": tool, "input": map[string]any{}}})
 		// The input arrives in pieces, as from the real API.
 		half := len(input) / 2
 		for _, part := range []string{string(input[:half]), string(input[half:])} {
@@ -185,6 +201,14 @@ func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 12}})
 	}
 	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+}
+
+// bashCall is the command of the Bash call Bash asks for, if any.
+func (f *FakeAPI) bashCall(call APICall) (string, bool) {
+	if f.Bash == nil || call.ToolResultFor != "" {
+		return "", false
+	}
+	return f.Bash(call.UserText)
 }
 
 func sse(w http.ResponseWriter, event string, data any) {

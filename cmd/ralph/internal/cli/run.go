@@ -33,6 +33,7 @@ type RunOptions struct {
 	MaxTime                      time.Duration
 	MaxTurns                     int
 	PermissionMode               string
+	permission                   agent.Permission // PermissionMode, parsed by validate
 	JSON                         bool
 	Commit                       bool
 	NewSession                   bool
@@ -78,7 +79,7 @@ reached. Everything ralph knows is in the state files as it goes; the
 session (iteration, tokens, cost) is kept in RALPH_TASKS.md.
 
 Only one coordinator runs per project. Ctrl-C stops the agent and
-everything it started (whatever left its process group too), puts its
+everything it started (on Linux, what left its process group too), puts its
 task back to pending with a note, saves the session as paused and exits
 with 130; SIGTERM and SIGHUP (a closed terminal, a dropped ssh
 connection) do the same and exit with 143 and 129. If ralph is killed
@@ -117,84 +118,14 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
   ralph run --agent exec --agent-cmd "./my-agent --fast" --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.MaxIterations < 0 || o.MaxCost < 0 || o.MaxTokens < 0 || o.MaxTime < 0 || o.MaxTurns < 0 || o.Backoff < 0 {
-				return usagef("limits must not be negative")
-			}
-			perm, err := agent.ParsePermission(o.PermissionMode)
-			if err != nil {
-				return usagef("--permission-mode: %v", err)
-			}
-			if o.NoOutputTimeout <= 0 || o.IterationTimeout <= 0 {
-				return usagef("--no-output-timeout and --iteration-timeout must be more than 0")
-			}
-			switch o.OnFailure {
-			case "retry", "skip", "abort":
-			default:
-				return usagef("--on-failure must be retry, skip or abort, not %q", o.OnFailure)
-			}
-			if o.MaxAttempts < 1 {
-				return usagef("--max-attempts must be 1 or more, not %d", o.MaxAttempts)
-			}
-			p, _ := f.Project()
-			if _, err := p.LoadChecklist(mdstate.TasksKind); err != nil {
-				if isNotExist(err) {
-					return &mdstate.MissingError{File: mdstate.TasksFile, Root: p.Root}
-				}
+			if err := o.validate(); err != nil {
 				return err
 			}
-			// Continuing a session: the agent and model it used, unless
-			// told otherwise.
-			choice := coordinator.ChooseAgent(p, coordinator.AgentChoice{Agent: o.Agent, DefaultAgent: f.Env.Agent,
-				Command: o.AgentCmd, Model: o.Model, NewSession: o.NewSession})
-			o.Agent, o.Model = choice.Agent, choice.Model
-			ag, err := pickAgent(f, o.Agent, o.AgentCmd)
+			opts, err := o.options(f)
 			if err != nil {
 				return err
 			}
-			opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
-				MaxCost: o.MaxCost, MaxTokens: o.MaxTokens, MaxTime: o.MaxTime, MaxTurns: o.MaxTurns, Permission: perm, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
-				NewSession: o.NewSession, OnFailure: coordinator.FailurePolicy(o.OnFailure), MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker,
-				NoOutputTimeout: o.NoOutputTimeout, IterationTimeout: o.IterationTimeout}
-			opts.Now = f.nowFunc()
-			opts.Git = f.Env.Git
-			opts.Secrets, opts.Resources = f.Env.Secrets, o.Resources
-			co, err := coordinator.New(opts)
-			if err != nil {
-				var locked *coordinator.ErrLocked
-				if errors.As(err, &locked) {
-					return &exitError{code: ExitLocked, msg: err.Error()}
-				}
-				return err
-			}
-			defer co.Close()
-			d := newRunDisplay(f, o.JSON)
-			d.header(newRunHeader(opts))
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				d.follow(co.Events())
-			}()
-			out, err := co.Run(cmd.Context())
-			<-done // the display ends with the run's stopped event
-			if err != nil {
-				return err
-			}
-			s := out.Session
-			if !o.JSON {
-				fmt.Fprintf(f.IO.Out, "%s: %s; %d iterations, %d tasks done, %d tokens in, %d out, $%.4f\n",
-					out.Reason, out.Detail, s.Iteration, out.TasksDone, s.TokensIn, s.TokensOut, s.CostUSD)
-			}
-			switch out.Reason {
-			case coordinator.StopAllDone, coordinator.StopPaused:
-				return nil
-			case coordinator.StopLimit, coordinator.StopLowDisk:
-				return &exitError{code: ExitLimit, msg: out.Detail}
-			case coordinator.StopInterrupted:
-				return &exitError{code: ExitInterrupted, msg: "interrupted; the task is back to pending and `ralph run` continues the session"}
-			case coordinator.StopFailed:
-				return &exitError{code: ExitFailure, msg: out.Detail}
-			}
-			return &exitError{code: ExitFailure, msg: out.Detail}
+			return runTasks(f, cmd, opts, o.JSON)
 		},
 	}
 	fl := cmd.Flags()
@@ -223,6 +154,102 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 	fl.Var(&o.Resources.LogsMaxTotal, "logs-max-total", "remove the oldest logs once .ralph/logs holds more than `SIZE` (0: never)")
 	fl.Var(&o.Resources.LogsMaxAge, "logs-max-age", "remove logs older than `AGE`, e.g. 30d or 12h (0: never)")
 	return cmd
+}
+
+// validate rejects flag values that make no sense, before anything runs,
+// and parses those that need it.
+func (o *RunOptions) validate() error {
+	if o.MaxIterations < 0 || o.MaxCost < 0 || o.MaxTokens < 0 || o.MaxTime < 0 || o.MaxTurns < 0 || o.Backoff < 0 {
+		return usagef("limits must not be negative")
+	}
+	perm, err := agent.ParsePermission(o.PermissionMode)
+	if err != nil {
+		return usagef("--permission-mode: %v", err)
+	}
+	o.permission = perm
+	if o.NoOutputTimeout <= 0 || o.IterationTimeout <= 0 {
+		return usagef("--no-output-timeout and --iteration-timeout must be more than 0")
+	}
+	switch o.OnFailure {
+	case "retry", "skip", "abort":
+	default:
+		return usagef("--on-failure must be retry, skip or abort, not %q", o.OnFailure)
+	}
+	if o.MaxAttempts < 1 {
+		return usagef("--max-attempts must be 1 or more, not %d", o.MaxAttempts)
+	}
+	return nil
+}
+
+// options resolves the agent (the one a continued session used, unless
+// told otherwise) and builds the coordinator's options.
+func (o *RunOptions) options(f *Factory) (coordinator.Options, error) {
+	p, _ := f.Project()
+	if _, err := p.LoadChecklist(mdstate.TasksKind); err != nil {
+		if isNotExist(err) {
+			return coordinator.Options{}, &mdstate.MissingError{File: mdstate.TasksFile, Root: p.Root}
+		}
+		return coordinator.Options{}, err
+	}
+	// Continuing a session: the agent and model it used, unless
+	// told otherwise.
+	choice := coordinator.ChooseAgent(p, coordinator.AgentChoice{Agent: o.Agent, DefaultAgent: f.Env.Agent,
+		Command: o.AgentCmd, Model: o.Model, NewSession: o.NewSession})
+	o.Agent, o.Model = choice.Agent, choice.Model
+	ag, err := pickAgent(f, o.Agent, o.AgentCmd)
+	if err != nil {
+		return coordinator.Options{}, err
+	}
+	opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
+		MaxCost: o.MaxCost, MaxTokens: o.MaxTokens, MaxTime: o.MaxTime, MaxTurns: o.MaxTurns, Permission: o.permission, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
+		NewSession: o.NewSession, OnFailure: coordinator.FailurePolicy(o.OnFailure), MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker,
+		NoOutputTimeout: o.NoOutputTimeout, IterationTimeout: o.IterationTimeout}
+	opts.Now = f.nowFunc()
+	opts.Git = f.Env.Git
+	opts.Secrets, opts.Resources = f.Env.Secrets, o.Resources
+	return opts, nil
+}
+
+// runTasks runs the coordinator with opts, shows its events and maps how
+// the run ended to an exit code.
+func runTasks(f *Factory, cmd *cobra.Command, opts coordinator.Options, asJSON bool) error {
+	co, err := coordinator.New(opts)
+	if err != nil {
+		var locked *coordinator.ErrLocked
+		if errors.As(err, &locked) {
+			return &exitError{code: ExitLocked, msg: err.Error()}
+		}
+		return err
+	}
+	defer co.Close()
+	d := newRunDisplay(f, asJSON)
+	d.header(newRunHeader(opts))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.follow(co.Events())
+	}()
+	out, err := co.Run(cmd.Context())
+	<-done // the display ends with the run's stopped event
+	if err != nil {
+		return err
+	}
+	s := out.Session
+	if !asJSON {
+		fmt.Fprintf(f.IO.Out, "%s: %s; %d iterations, %d tasks done, %d tokens in, %d out, $%.4f\n",
+			out.Reason, out.Detail, s.Iteration, out.TasksDone, s.TokensIn, s.TokensOut, s.CostUSD)
+	}
+	switch out.Reason {
+	case coordinator.StopAllDone, coordinator.StopPaused:
+		return nil
+	case coordinator.StopLimit, coordinator.StopLowDisk:
+		return &exitError{code: ExitLimit, msg: out.Detail}
+	case coordinator.StopInterrupted:
+		return &exitError{code: ExitInterrupted, msg: "interrupted; the task is back to pending and `ralph run` continues the session"}
+	case coordinator.StopFailed:
+		return &exitError{code: ExitFailure, msg: out.Detail}
+	}
+	return &exitError{code: ExitFailure, msg: out.Detail}
 }
 
 // runDisplay shows a run's events. It is the only writer to the terminal
