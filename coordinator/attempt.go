@@ -23,6 +23,9 @@ type request struct {
 	OnStart func(pid int)
 	Mark    string // the session's mark on the agent's processes (sessionMark)
 	OnEvent func(agent.Event)
+	// OnNotice is told what a person should know that is not the agent's
+	// (its log could not be written); nil: no one is told.
+	OnNotice func(text string)
 }
 
 // attempt is how one agent run ended, classified.
@@ -50,7 +53,10 @@ func runAgent(ctx context.Context, o Options, req request) (attempt, error) {
 	if err != nil {
 		return attempt{}, err
 	}
-	defer raw.Close()
+	if req.OnNotice != nil {
+		raw.onFail = func(err error) { req.OnNotice(logFailedNotice(req.LogName, err)) }
+	}
+	defer raw.Close() // a failure is told through onFail
 	onEvent := req.OnEvent
 	if onEvent == nil {
 		onEvent = func(agent.Event) {}

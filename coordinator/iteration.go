@@ -103,11 +103,12 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 	}
 	s := &c.session
 	a, err := runAgent(iterCtx, c.opts, request{
-		Prompt:  prompt,
-		LogName: fmt.Sprintf("%s-%03d-%s.log", s.ID, s.Iteration, id),
-		OnStart: c.recordChild,
-		Mark:    sessionMark(c.opts.Root, s.ID),
-		OnEvent: c.forward(id, c.newSpending(), cancel),
+		Prompt:   prompt,
+		LogName:  fmt.Sprintf("%s-%03d-%s.log", s.ID, s.Iteration, id),
+		OnStart:  c.recordChild,
+		Mark:     sessionMark(c.opts.Root, s.ID),
+		OnEvent:  c.forward(id, c.newSpending(), cancel),
+		OnNotice: func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) },
 	})
 	s.Child, s.ChildStart = 0, 0
 	if k := limitCause(iterCtx); k != "" {

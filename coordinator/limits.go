@@ -153,7 +153,8 @@ func (c *Coordinator) newSpending() *spending {
 		baseTokens: s.TokensIn + s.TokensOut, baseCost: s.CostUSD}
 }
 
-// add counts one model call (agent.EventUsage: one call, not a total).
+// add counts usage an agent.EventUsage reports: what was added since the
+// last one, never a running total.
 func (sp *spending) add(u agent.Usage, cost float64) {
 	sp.usage.In += u.In
 	sp.usage.Out += u.Out

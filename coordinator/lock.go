@@ -55,7 +55,7 @@ type Lock struct{ f *os.File }
 func AcquireLock(root string, info LockInfo) (*Lock, error) {
 	dir := filepath.Join(root, mdstate.RuntimeDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
+		return nil, runtimeDirError(err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {

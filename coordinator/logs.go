@@ -28,8 +28,41 @@ func logsDir(root string) string { return filepath.Join(root, mdstate.RuntimeDir
 type agentLog struct {
 	f      *os.File
 	capped *cappedLog
-	io.Writer
 	redact *redactWriter
+	// onFail is told, once, of the first write that failed: the agent
+	// goes on (a log must not stop it), but a person should know that its
+	// log is incomplete, most often because the disk is full.
+	onFail func(error)
+	failed bool
+}
+
+// Write writes p through the redactor and the cap to the file.
+func (l *agentLog) Write(p []byte) (int, error) {
+	n, err := l.redact.Write(p)
+	if err != nil {
+		l.fail(err)
+	}
+	return n, err
+}
+
+// fail tells onFail of err, the first time only.
+func (l *agentLog) fail(err error) {
+	if l.failed {
+		return
+	}
+	l.failed = true
+	if l.onFail != nil {
+		l.onFail(err)
+	}
+}
+
+// logFailedNotice says that the agent's log could not be written, and why.
+func logFailedNotice(name string, err error) string {
+	what := "ralph could not write the agent's log " + filepath.Join(mdstate.RuntimeDir, "logs", name)
+	if mdstate.DiskFull(err) {
+		return what + ": the disk is full; the agent goes on, but its log is incomplete; free some space"
+	}
+	return what + ": " + err.Error() + "; the agent goes on, but its log is incomplete"
 }
 
 // openLog prunes the logs folder, then creates the log name in it.
@@ -58,7 +91,6 @@ func openLog(root, name string, res Resources, red *redactor) (*agentLog, error)
 		w = l.capped
 	}
 	l.redact = &redactWriter{w: w, r: red}
-	l.Writer = l.redact
 	return l, nil
 }
 
@@ -69,7 +101,11 @@ func (l *agentLog) Close() error {
 	if l.capped != nil {
 		err = errors.Join(err, l.capped.finish())
 	}
-	return errors.Join(err, l.f.Close())
+	err = errors.Join(err, l.f.Close())
+	if err != nil {
+		l.fail(err)
+	}
+	return err
 }
 
 // cappedLog writes a log of at most about head+2*tail bytes however much

@@ -36,6 +36,7 @@ func (c *Coordinator) open() (*Outcome, error) {
 	if err := c.p.Recover(); err != nil {
 		return nil, err
 	}
+	sweepOneShots(c.opts.Root, func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) })
 	resumed, err := c.resume()
 	if err != nil || resumed {
 		return nil, err

@@ -2,9 +2,15 @@ package coordinator
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -24,6 +30,10 @@ type OneShotResult struct {
 	Todos        []string      `json:"todos"`
 	Commit       *string       `json:"commit"`
 	Reason       string        `json:"reason,omitempty"` // why, when not complete
+	// Notices are what a person should know that is not the agent's
+	// answer: survivors of an earlier one-shot stopped, a log that could
+	// not be written.
+	Notices []string `json:"notices,omitempty"`
 }
 
 // OneShot runs one free-text task with a minimal context and no loop. It
@@ -50,6 +60,8 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 		return OneShotResult{}, err
 	}
 	out := OneShotResult{Agent: o.Agent.Name(), Model: o.Model, FilesChanged: []string{}, Learnings: []string{}, Todos: []string{}}
+	tell := func(text string) { out.Notices = append(out.Notices, text) }
+	sweepOneShots(o.Root, tell)
 	before := dirtyPaths(ctx, o.Root)
 
 	// Minimal context: goals, learnings, the project and git; no task list.
@@ -63,7 +75,8 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 	prompt := "# Your task\n\n" + strings.TrimSpace(task) + "\n\n" + ctxText + "\n" + Protocol
 
 	started := o.Now()
-	a, err := runAgent(ctx, o, request{Prompt: prompt, LogName: "oneshot-" + started.UTC().Format("20060102-150405.000") + ".log"})
+	a, err := runAgent(ctx, o, request{Prompt: prompt, LogName: "oneshot-" + started.UTC().Format("20060102-150405.000") + ".log",
+		Mark: oneShotMark(o.Root), OnNotice: tell})
 	if err != nil {
 		return out, err
 	}
@@ -115,4 +128,63 @@ func oneShotStatus(a attempt) (OneShotStatus, string) {
 		return OneShotIncomplete, a.Note
 	}
 	return OneShotFailed, a.Note
+}
+
+// A one-shot has no session to recover, so its agent's processes carry a
+// mark of their own: "oneshot-<pid>-<start>@<root>", the pid and start
+// time (proc.StartTime) of the ralph that runs it. While that ralph runs,
+// its supervisor contains them; when ralph and its supervisor were both
+// killed (kill -9 of every ralph process), what the agent left running
+// keeps the mark, and the next start in the project, a `ralph run` or
+// another one-shot, stops it (sweepOneShots). One-shots run beside a
+// session and beside each other: a mark whose ralph still runs is left
+// alone.
+
+// oneShotMarkPrefix begins every one-shot's mark.
+const oneShotMarkPrefix = "oneshot-"
+
+// oneShotMark is the mark on the processes of a one-shot this ralph runs
+// in root.
+func oneShotMark(root string) string {
+	pid := os.Getpid()
+	start, _ := proc.StartTime(pid) // 0 where it cannot be read: no sweep there either
+	return fmt.Sprintf("%s%d-%d@%s", oneShotMarkPrefix, pid, start, root)
+}
+
+// orphanedOneShot reports whether mark is that of a one-shot in root whose
+// ralph no longer runs: its pid is gone, or taken by a process that
+// started at another time.
+func orphanedOneShot(root, mark string) bool {
+	rest, ok := strings.CutSuffix(mark, "@"+root)
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutPrefix(rest, oneShotMarkPrefix)
+	if !ok {
+		return false
+	}
+	pidText, startText, ok := strings.Cut(rest, "-")
+	pid, perr := strconv.Atoi(pidText)
+	start, serr := strconv.ParseUint(startText, 10, 64)
+	if !ok || perr != nil || serr != nil || pid <= 0 || start == 0 {
+		return false // not a mark this ralph writes: not ours to judge
+	}
+	got, err := proc.StartTime(pid)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) // gone; unreadable is not proof
+	}
+	return got != start
+}
+
+// sweepOneShots stops what the agents of earlier one-shots in root left
+// running after their ralph died, and tells of it. Failing to stop one is
+// told, not fatal: the work can go on beside it.
+func sweepOneShots(root string, tell func(string)) {
+	n, err := proc.KillMarkedIf(func(mark string) bool { return orphanedOneShot(root, mark) })
+	switch {
+	case err != nil:
+		tell("ralph could not stop every process an earlier one-shot's agent left running: " + err.Error())
+	case n > 0:
+		tell(fmt.Sprintf("stopped %d processes an earlier one-shot's agent left running", n))
+	}
 }

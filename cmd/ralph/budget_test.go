@@ -73,13 +73,20 @@ func TestBudgetStopsRalphRun(t *testing.T) {
 
 			// From the limit's crossing (the first usage event past it,
 			// or the deadline) to the agent gone (iteration_done).
-			crossed, done := budgetTimes(t, res.Stdout, tc.over)
+			crossed, first, done := budgetTimes(t, res.Stdout, tc.over)
+			early := crossed
 			if tc.over == nil {
-				crossed = start.Add(time.Second)
+				// --max-time counts from the run's start inside ralph,
+				// which is after ralph's process started and before its
+				// first event: the limit was crossed a second after some
+				// moment between the two. Stopped before the earliest
+				// is too soon; more than a second after the latest, too
+				// late. Process start-up is in neither.
+				early, crossed = start.Add(time.Second), first.Add(time.Second)
 			}
 			late := done.Sub(crossed)
-			if late > time.Second || late < -50*time.Millisecond {
-				t.Errorf("the agent was stopped %s after the limit was crossed", late)
+			if late > time.Second || done.Before(early.Add(-50*time.Millisecond)) {
+				t.Errorf("the agent was stopped %s after the limit was crossed (%s after the earliest moment it could have been)", late, done.Sub(early))
 			}
 
 			cl, err := mdstate.Open(dir).LoadChecklist(mdstate.TasksKind)
@@ -110,9 +117,9 @@ func TestBudgetStopsRalphRun(t *testing.T) {
 }
 
 // budgetTimes reads `ralph run --json` output: when the first usage event
-// that over accepts came (zero when over is nil), and when the iteration
-// ended.
-func budgetTimes(t *testing.T, stdout []byte, over func(int64, float64) bool) (crossed, done time.Time) {
+// that over accepts came (zero when over is nil), when the first event of
+// all came, and when the iteration ended.
+func budgetTimes(t *testing.T, stdout []byte, over func(int64, float64) bool) (crossed, first, done time.Time) {
 	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(stdout))
 	sc.Buffer(nil, 1<<20)
@@ -127,6 +134,9 @@ func budgetTimes(t *testing.T, stdout []byte, over func(int64, float64) bool) (c
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("a --json line that is not JSON: %q", sc.Text())
 		}
+		if first.IsZero() {
+			first = e.Time
+		}
 		switch {
 		case e.Event == "usage" && over != nil && crossed.IsZero() && over(e.TokensIn+e.TokensOut, e.CostUSD):
 			crossed = e.Time
@@ -137,7 +147,7 @@ func budgetTimes(t *testing.T, stdout []byte, over func(int64, float64) bool) (c
 	if done.IsZero() || (over != nil && crossed.IsZero()) {
 		t.Fatalf("no crossing or no iteration_done in:\n%s", stdout)
 	}
-	return crossed, done
+	return crossed, first, done
 }
 
 // sumEntries adds up the tokens and cost of a project's iteration entries.

@@ -79,7 +79,7 @@ const (
 	EventText       EventKind = "text"        // assistant text: Text
 	EventToolUse    EventKind = "tool_use"    // the agent calls Tool; Text = its input, shortened
 	EventToolResult EventKind = "tool_result" // a tool's result: Tool (when known), Text shortened
-	EventUsage      EventKind = "usage"       // one model call's usage (not a running total): Usage, CostUSD estimated from the price table (0 when the model has none)
+	EventUsage      EventKind = "usage"       // usage added since the last usage event (not a running total; one model call may send several): Usage, CostUSD estimated from the price table (0 when the model has none)
 	EventRetry      EventKind = "retry"       // the CLI retries a failed API call: Text says why
 	EventResult     EventKind = "result"      // the final result: Text = the final message, Usage and CostUSD of the whole run, the CLI's own figures
 )

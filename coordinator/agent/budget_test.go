@@ -72,7 +72,7 @@ func TestClaudePermissionAndTurns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := append([]string{"-p", "--output-format", "stream-json", "--verbose"}, tt.wantArgs...)
+			want := append([]string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}, tt.wantArgs...)
 			if !slices.Equal(rec.Args, want) {
 				t.Errorf("args %q, want %q", rec.Args, want)
 			}
@@ -94,25 +94,26 @@ func TestParsePermission(t *testing.T) {
 	}
 }
 
-// Each model call of a claude that never finishes is one usage event with
-// its estimated cost; stopped before its result, the run's Result is the
-// sum of the calls it streamed.
+// Each model call of a claude that never finishes reports its usage as
+// the CLI streams it, with its estimated cost: the input and a placeholder
+// output at the call's start, the real output at its end. Stopped before
+// its result, the run's Result is the sum of what it streamed.
 func TestClaudeStoppedKeepsStreamedUsage(t *testing.T) {
 	b, req, f := fakeClaude(t, "FAKE_CLAUDE_MODE=endless")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var calls int
+	var events int
 	var sum Usage
 	var cost float64
 	onEvent := func(ev Event) {
 		if ev.Kind != EventUsage {
 			return
 		}
-		calls++
+		events++
 		sum.In += ev.Usage.In
 		sum.Out += ev.Usage.Out
 		cost += ev.CostUSD
-		if calls == 5 {
+		if events == 10 {
 			cancel()
 		}
 	}
@@ -125,11 +126,20 @@ func TestClaudeStoppedKeepsStreamedUsage(t *testing.T) {
 		t.Fatalf("got %+v after %s", res, time.Since(start))
 	}
 	const perCallIn = agenttest.EndlessInput + agenttest.EndlessCacheWrite + agenttest.EndlessCacheRead
-	perCallCost := sonnetPrice.Cost(Tokens{Input: agenttest.EndlessInput, CacheWrite: agenttest.EndlessCacheWrite,
-		CacheRead: agenttest.EndlessCacheRead, Output: agenttest.EndlessOutput})
-	if calls < 5 || sum != (Usage{In: int64(calls) * perCallIn, Out: int64(calls) * agenttest.EndlessOutput}) ||
-		math.Abs(cost-float64(calls)*perCallCost) > 1e-9 {
-		t.Fatalf("%d calls streamed %+v, $%v; want %d in and $%v a call", calls, sum, cost, perCallIn, perCallCost)
+	tokens := Tokens{Input: agenttest.EndlessInput, CacheWrite: agenttest.EndlessCacheWrite, CacheRead: agenttest.EndlessCacheRead}
+	tokens.Output = agenttest.EndlessOutput
+	perCallCost := sonnetPrice.Cost(tokens)
+	tokens.Output = 1
+	startCost := sonnetPrice.Cost(tokens)
+	// calls started; the last may not have reported its end.
+	calls := sum.In / perCallIn
+	done := calls
+	if sum.Out != calls*agenttest.EndlessOutput {
+		done--
+	}
+	if events < 10 || calls < 5 || sum.In != calls*perCallIn || sum.Out != done*agenttest.EndlessOutput+(calls-done) ||
+		math.Abs(cost-float64(done)*perCallCost-float64(calls-done)*startCost) > 1e-9 {
+		t.Fatalf("%d events streamed %+v, $%v; want %d in, %d out and $%v a call", events, sum, cost, perCallIn, agenttest.EndlessOutput, perCallCost)
 	}
 	if res.Usage != sum || math.Abs(res.CostUSD-cost) > 1e-12 {
 		t.Errorf("result %+v, $%v; the calls streamed %+v, $%v", res.Usage, res.CostUSD, sum, cost)

@@ -17,9 +17,12 @@ import (
 // Claude returns the backend for Claude Code at bin ("claude" finds it on
 // PATH). It runs
 //
-//	claude -p --output-format stream-json --verbose PERMISSION [--model M] [--max-turns N]
+//	claude -p --output-format stream-json --verbose --include-partial-messages PERMISSION [--model M] [--max-turns N]
 //
-// with the prompt on stdin (no argv length limit). PERMISSION is
+// with the prompt on stdin (no argv length limit). The partial messages
+// carry each model call's real usage while it streams: the assistant lines
+// repeat the usage of the call's start, whose output count is a
+// placeholder (1). PERMISSION is
 // Request.Permission in the CLI's words (--dangerously-skip-permissions
 // for the default, bypass; see claudePermissionArgs). With the bypass it
 // sets IS_SANDBOX=1 when ralph runs as root: the CLI refuses to skip
@@ -38,7 +41,7 @@ type claudeBackend struct {
 func (claudeBackend) Name() string { return "claude" }
 
 func (b claudeBackend) args(req Request) []string {
-	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}
 	args = append(args, claudePermissionArgs(req.Permission)...)
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
@@ -82,10 +85,11 @@ func (b claudeBackend) Run(ctx context.Context, req Request, onEvent func(Event)
 type claudeStream struct {
 	onEvent   func(Event)
 	sessionID string
-	messages  map[string]bool   // assistant message ids already reported as usage
-	tools     map[string]string // tool_use id → tool name
-	result    *streamLine       // the last result line
-	got       atomic.Bool       // a result line has been parsed
+	calls     map[string]*callUsage // model calls by message id
+	current   string                // the id of the call streaming now
+	tools     map[string]string     // tool_use id → tool name
+	result    *streamLine           // the last result line
+	got       atomic.Bool           // a result line has been parsed
 	skipped   int
 	// limitResetsAt is the reset time of the last rejected
 	// rate_limit_event: a fallback when the result names no time.
@@ -103,23 +107,23 @@ func newClaudeStream(onEvent func(Event), model string) *claudeStream {
 	if onEvent == nil {
 		onEvent = func(Event) {}
 	}
-	return &claudeStream{onEvent: onEvent, messages: map[string]bool{}, tools: map[string]string{}, model: model}
+	return &claudeStream{onEvent: onEvent, calls: map[string]*callUsage{}, tools: map[string]string{}, model: model}
 }
 
 // streamLine holds the fields ralph reads from any stream-json line.
 // Fields whose type varies between CLI versions are kept raw, so that one
 // odd field does not make the whole line unreadable.
 type streamLine struct {
-	Type      string `json:"type"`
-	Subtype   string `json:"subtype"`
-	SessionID string `json:"session_id"`
-	Model     string `json:"model"`
-	Message   *struct {
-		ID      string          `json:"id"`
-		Model   string          `json:"model"`
-		Content json.RawMessage `json:"content"` // blocks; a string in some user lines
-		Usage   *apiUsage       `json:"usage"`
-	} `json:"message"`
+	Type      string         `json:"type"`
+	Subtype   string         `json:"subtype"`
+	SessionID string         `json:"session_id"`
+	Model     string         `json:"model"`
+	Message   *streamMessage `json:"message"`
+
+	// stream_event (--include-partial-messages): one event of the API's
+	// stream, and the id of the message it belongs to.
+	Event        *apiEvent `json:"event"`
+	APIMessageID string    `json:"api_message_id"`
 
 	// result
 	IsError        bool            `json:"is_error"`
@@ -145,6 +149,25 @@ type streamLine struct {
 	} `json:"rate_limit_info"`
 }
 
+type streamMessage struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"` // blocks; a string in some user lines
+	Usage   *apiUsage       `json:"usage"`
+}
+
+// apiEvent is a Messages API stream event as the CLI passes it on.
+type apiEvent struct {
+	Type    string         `json:"type"`
+	Message *streamMessage `json:"message"` // message_start
+	Usage   *apiUsage      `json:"usage"`   // message_delta: the call's counts so far
+	Delta   *struct {
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+	} `json:"delta"` // content_block_delta
+}
+
 type apiUsage struct {
 	InputTokens              int64 `json:"input_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
@@ -157,6 +180,18 @@ func (u *apiUsage) usage() Usage {
 		return Usage{}
 	}
 	return Usage{In: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, Out: u.OutputTokens}
+}
+
+// merge keeps the larger of each count: the API's counts only grow
+// during a call, and the CLI repeats older ones.
+func (u *apiUsage) merge(v *apiUsage) {
+	if v == nil {
+		return
+	}
+	u.InputTokens = max(u.InputTokens, v.InputTokens)
+	u.CacheCreationInputTokens = max(u.CacheCreationInputTokens, v.CacheCreationInputTokens)
+	u.CacheReadInputTokens = max(u.CacheReadInputTokens, v.CacheReadInputTokens)
+	u.OutputTokens = max(u.OutputTokens, v.OutputTokens)
 }
 
 func (u *apiUsage) tokens() Tokens {
@@ -212,6 +247,8 @@ func (s *claudeStream) line(b []byte) {
 			s.onEvent(Event{Kind: EventRetry, SessionID: s.sessionID, Text: retryText(l), Attempt: l.Attempt,
 				Delay: time.Duration(l.RetryDelayMS * float64(time.Millisecond)), APIStatus: rawInt(l.ErrorStatus)})
 		}
+	case "stream_event":
+		s.streamEvent(l)
 	case "assistant":
 		s.assistant(l)
 	case "user":
@@ -249,31 +286,126 @@ func (s *claudeStream) assistant(l streamLine) {
 		}
 	}
 	// The CLI prints one assistant line per content block, each repeating
-	// the message's usage: report it once per message. A message is one
-	// model call, so the calls' usages add up to the run's.
-	if id := l.Message.ID; id != "" && l.Message.Usage != nil && !s.messages[id] {
-		s.messages[id] = true
-		u := l.Message.Usage.usage()
-		cost := s.estimateCost(l.Message.Model, l.Message.Usage)
-		s.streamed.In += u.In
-		s.streamed.Out += u.Out
-		s.estimate += cost
-		s.onEvent(Event{Kind: EventUsage, Usage: u, CostUSD: cost, SessionID: s.sessionID})
+	// the usage of the message's start: without partial messages, the
+	// only figure there is.
+	if l.Message.ID != "" && l.Message.Usage != nil {
+		c := s.call(l.Message.ID, l.Message.Model)
+		c.usage.merge(l.Message.Usage)
+		s.report(c, 0)
 	}
+}
+
+// streamEvent reads a call's usage as the API streams it: the input at
+// message_start, the output so far at each message_delta, and in between
+// an estimate from the size of the content, so that a long call can be
+// stopped before it ends.
+func (s *claudeStream) streamEvent(l streamLine) {
+	ev := l.Event
+	if ev == nil {
+		return
+	}
+	id := l.APIMessageID
+	if ev.Type == "message_start" && ev.Message != nil && ev.Message.ID != "" {
+		id = ev.Message.ID
+		s.current = id
+	}
+	if id == "" {
+		id = s.current
+	}
+	if id == "" {
+		return
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message == nil {
+			return
+		}
+		c := s.call(id, ev.Message.Model)
+		c.usage.merge(ev.Message.Usage)
+		s.report(c, 0)
+	case "content_block_delta":
+		if ev.Delta == nil {
+			return
+		}
+		c := s.call(id, "")
+		c.contentBytes += int64(len(ev.Delta.Text) + len(ev.Delta.PartialJSON) + len(ev.Delta.Thinking))
+		s.report(c, estimateStep)
+	case "message_delta":
+		c := s.call(id, "")
+		c.usage.merge(ev.Usage)
+		c.counted = ev.Usage != nil
+		s.report(c, 0)
+	}
+}
+
+// callUsage is what ralph knows of one model call (one message id).
+type callUsage struct {
+	model        string
+	usage        apiUsage // the largest counts seen, count by count
+	contentBytes int64    // the content streamed so far
+	counted      bool     // a message_delta gave the real output count
+	reported     Usage    // the usage reported so far
+	cost         float64  // the cost reported so far
+}
+
+// Estimating output from content: about 4 bytes a token, reported in
+// steps of estimateStep tokens so that a long answer is not one event per
+// word. A real count, when it comes, replaces the estimate.
+const (
+	bytesPerToken = 4
+	estimateStep  = 32
+)
+
+func (s *claudeStream) call(id, model string) *callUsage {
+	c := s.calls[id]
+	if c == nil {
+		c = &callUsage{}
+		s.calls[id] = c
+	}
+	if c.model == "" && model != "<synthetic>" {
+		c.model = model
+	}
+	return c
+}
+
+// report sends what a call has spent since its last report, if that is
+// at least minOut output tokens or any input. Reports only grow: an
+// estimate above the real count stands until the result line's totals
+// replace the sums. A model call's reports add up to its usage, and the
+// calls' to the run's.
+func (s *claudeStream) report(c *callUsage, minOut int64) {
+	t := c.usage.tokens()
+	if !c.counted {
+		t.Output = max(t.Output, c.contentBytes/bytesPerToken)
+	}
+	u := c.usage.usage()
+	u.In, u.Out = max(u.In, c.reported.In), max(t.Output, c.reported.Out)
+	t.Output = u.Out
+	d := Usage{In: u.In - c.reported.In, Out: u.Out - c.reported.Out}
+	if d.In == 0 && (d.Out == 0 || d.Out < minOut) {
+		return
+	}
+	cost := s.estimateCost(c.model, t)
+	dc := cost - c.cost
+	c.reported, c.cost = u, cost
+	s.streamed.In += d.In
+	s.streamed.Out += d.Out
+	s.estimate += dc
+	s.onEvent(Event{Kind: EventUsage, Usage: d, CostUSD: dc, SessionID: s.sessionID})
 }
 
 // estimateCost prices one call by its message's model (a subagent may use
 // another than the session's), else the session's; 0 when neither is in
 // the price table.
-func (s *claudeStream) estimateCost(model string, u *apiUsage) float64 {
-	if model == "" || model == "<synthetic>" {
+func (s *claudeStream) estimateCost(model string, t Tokens) float64 {
+	if model == "" {
 		model = s.model
 	}
 	p, ok := PriceOf(model)
 	if !ok {
 		return 0
 	}
-	return p.Cost(u.tokens())
+	return p.Cost(t)
 }
 
 func (s *claudeStream) user(l streamLine) {

@@ -75,7 +75,7 @@ func TestClaudeSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantArgs := []string{"-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "--model", "claude-test"}
+	wantArgs := []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--dangerously-skip-permissions", "--model", "claude-test"}
 	if !slices.Equal(rec.Args, wantArgs) {
 		t.Errorf("args %q, want %q", rec.Args, wantArgs)
 	}

@@ -25,6 +25,31 @@ const superviseArg = "__ralph-supervise"
 // die of SIGKILL until the kernel lets it, and must not hold ralph.
 const sweepLimit = 5 * time.Second
 
+// The pauses between a sweep's looks: the first look after a SIGKILL
+// comes soon, since a killed process is usually gone within microseconds;
+// a process still there is stuck, and is looked for less and less often,
+// so that a sweep does not read all of /proc thousands of times a second
+// for sweepLimit.
+const (
+	firstPause = 200 * time.Microsecond
+	lastPause  = 20 * time.Millisecond
+)
+
+// backoff is the pause before a sweep's next look: firstPause, doubling
+// up to lastPause. The zero value is ready to use.
+type backoff struct{ next time.Duration }
+
+// sleep waits out the next pause.
+func (b *backoff) sleep() { time.Sleep(b.pause()) }
+
+// pause returns the next pause and doubles the one after it.
+func (b *backoff) pause() time.Duration {
+	b.next = min(max(b.next, firstPause), lastPause)
+	d := b.next
+	b.next *= 2
+	return d
+}
+
 // supervisable is set by Supervise: this program acts as a supervisor when
 // re-executed with superviseArg, so Start may contain children.
 var supervisable atomic.Bool

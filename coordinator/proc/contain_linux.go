@@ -94,14 +94,28 @@ func KillMarked(mark string) (int, error) {
 	if mark == "" {
 		return 0, nil
 	}
-	want := []byte(MarkVar + "=" + mark)
+	n, err := KillMarkedIf(func(m string) bool { return m == mark })
+	if err != nil {
+		err = fmt.Errorf("%s=%s: %w", MarkVar, mark, err)
+	}
+	return n, err
+}
+
+// KillMarkedIf is KillMarked for every mark that match accepts: the marks
+// of a kind (a one-shot's, say) whose owner is gone. match is asked once
+// per look at each marked process, so it should be quick.
+func KillMarkedIf(match func(mark string) bool) (int, error) {
 	self := os.Getpid()
 	killed := map[int]bool{}
 	deadline := time.Now().Add(sweepLimit)
+	var wait backoff
 	for {
 		found := 0
 		for _, pid := range pids() {
-			if pid == self || !marked(pid, want) {
+			if pid == self {
+				continue
+			}
+			if m, ok := markOf(pid); !ok || !match(m) {
 				continue
 			}
 			found++
@@ -113,19 +127,20 @@ func KillMarked(mark string) (int, error) {
 			return len(killed), nil
 		}
 		if time.Now().After(deadline) {
-			return len(killed), fmt.Errorf("%d processes marked %s=%s still run after %s", found, MarkVar, mark, sweepLimit)
+			return len(killed), fmt.Errorf("%d marked processes still run after %s", found, sweepLimit)
 		}
-		time.Sleep(time.Millisecond)
+		wait.sleep()
 	}
 }
 
-// marked reports whether pid is alive and its environment holds the entry
-// want exactly. A zombie's environment reads empty.
-func marked(pid int, want []byte) bool {
+// markOf returns the mark (MarkVar's value) in pid's environment, and
+// whether pid is alive and has one. A zombie's environment reads empty.
+func markOf(pid int) (string, bool) {
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		return false
+		return "", false
 	}
+	prefix := []byte(MarkVar + "=")
 	for len(env) > 0 {
 		kv := env
 		if i := bytes.IndexByte(env, 0); i >= 0 {
@@ -133,9 +148,9 @@ func marked(pid int, want []byte) bool {
 		} else {
 			env = nil
 		}
-		if bytes.Equal(kv, want) {
-			return true
+		if m, ok := bytes.CutPrefix(kv, prefix); ok {
+			return string(m), true
 		}
 	}
-	return false
+	return "", false
 }

@@ -250,6 +250,7 @@ func sweep(child int) {
 	deadline := time.Now().Add(sweepLimit)
 	_ = syscall.Kill(-child, syscall.SIGKILL)
 	self := os.Getpid()
+	var wait backoff
 	for {
 		live := liveDescendants(self)
 		if len(live) == 0 || time.Now().After(deadline) {
@@ -259,8 +260,10 @@ func sweep(child int) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		// SIGKILL is delivered at once, but dying takes the kernel a
-		// moment: look again shortly.
-		time.Sleep(200 * time.Microsecond)
+		// moment: look again shortly, then less often, since a process
+		// that outlives the first looks is stuck in the kernel and each
+		// look reads all of /proc.
+		wait.sleep()
 	}
 }
 

@@ -46,12 +46,25 @@ type APICall struct {
 	UserText       string // the text of every user message, in order
 	ToolResultFor  string // tool_use_id of a tool_result in the last user message
 	ToolResultText string
+	// The usage the fake reported for its answer: FakeInputTokens in
+	// message_start, the output in message_delta (0 when the answer
+	// stopped short of it).
+	InputTokens, OutputTokens int64
 }
 
 // The tool call's id and the final text of the fake's conversations.
 const (
 	FakeToolID = "toolu_ralph_01"
 	FakeFinal  = "Wrote the file.\n<promise>COMPLETE</promise>"
+)
+
+// The usage the fake reports for each answer, as the real API does: the
+// input in message_start with a placeholder output of 1, the output in
+// message_delta.
+const (
+	FakeInputTokens     = 120
+	FakeToolCallOutput  = 25 // an answer that is a tool call
+	FakeFinalTextOutput = 12 // an answer that is FakeFinal
 )
 
 // Calls returns the requests seen so far.
@@ -157,8 +170,9 @@ func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": fmt.Sprintf("msg_ralph_%d", n), "type": "message", "role": "assistant", "model": body.Model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 120, "output_tokens": 1},
+		"usage": map[string]any{"input_tokens": FakeInputTokens, "output_tokens": 1},
 	}})
+	call.InputTokens = FakeInputTokens
 	sse(w, "ping", map[string]any{"type": "ping"})
 	if f.Stall != nil && f.Stall(call) {
 		<-r.Context().Done()
@@ -188,7 +202,8 @@ func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 		sse(w, "message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 25}})
+			"delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": FakeToolCallOutput}})
+		call.OutputTokens = FakeToolCallOutput
 	} else {
 		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 			"content_block": map[string]any{"type": "text", "text": ""}})
@@ -198,7 +213,8 @@ func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 		sse(w, "message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 12}})
+			"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": FakeFinalTextOutput}})
+		call.OutputTokens = FakeFinalTextOutput
 	}
 	sse(w, "message_stop", map[string]any{"type": "message_stop"})
 }

@@ -20,6 +20,11 @@
 //	                    endless            an agent that never finishes: a tool
 //	                                       call with its usage and its result,
 //	                                       over and over (see @endless)
+//
+// With --include-partial-messages, @endless also prints the API's stream
+// events, as the real CLI does, and only they carry a call's real output
+// count.
+//
 //	FAKE_CLAUDE_SCRIPT  a file replayed instead of a mode (see Replay)
 //	FAKE_CLAUDE_RECORD  a file to write what the fake was given (see Record)
 //	FAKE_CLAUDE_PIDFILE a file to write the pids of the fake and of any
@@ -116,6 +121,7 @@ func FakeClaudeMain() int {
 	if mode == "grandchild" {
 		return Replay(strings.NewReader(modes[mode]), os.Stdout, os.Stderr)
 	}
+	partialMessages = hasArg(args, "--include-partial-messages")
 	if msg := checkArgs(args); msg != "" {
 		fmt.Fprintln(os.Stderr, msg)
 		return 1
@@ -163,16 +169,12 @@ func FakeClaudeMain() int {
 // checkArgs refuses what the real CLI refuses (messages as 2.1.330 prints
 // them).
 func checkArgs(args []string) string {
-	has := func(flag string) bool {
-		for _, a := range args {
-			if a == flag {
-				return true
-			}
-		}
-		return false
-	}
+	has := func(flag string) bool { return hasArg(args, flag) }
 	if !has("-p") && !has("--print") {
 		return "fake claude: only print mode (-p) is faked"
+	}
+	if has("--include-partial-messages") && !has("stream-json") && !has("--output-format=stream-json") {
+		return "Error: --include-partial-messages requires --print and --output-format=stream-json."
 	}
 	if has("--dangerously-skip-permissions") && os.Geteuid() == 0 && os.Getenv("IS_SANDBOX") != "1" {
 		return "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"
@@ -202,6 +204,19 @@ func checkArgs(args []string) string {
 	}
 	return ""
 }
+
+func hasArg(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// partialMessages says whether the fake was asked for the API's stream
+// events (--include-partial-messages).
+var partialMessages bool
 
 // lastPositional returns a prompt given as an argument, if any.
 func lastPositional(args []string) string {
@@ -234,8 +249,13 @@ func lastPositional(args []string) string {
 //	                  hangs, in the same process group
 //	@endless          never end: every EndlessInterval, one model call as
 //	                  the real CLI prints it (an assistant line with a Bash
-//	                  tool call and the call's usage, a new message id
-//	                  each time, then the tool's result)
+//	                  tool call and the usage of the call's start, whose
+//	                  output count is a placeholder 1, a new message id
+//	                  each time, then the tool's result); with
+//	                  --include-partial-messages, between stream events:
+//	                  message_start with that usage before the assistant
+//	                  line, message_delta with EndlessOutput and
+//	                  message_stop after it
 //
 // and returns the exit code.
 func Replay(script io.Reader, stdout, stderr io.Writer) int {
@@ -300,10 +320,20 @@ func Replay(script io.Reader, stdout, stderr io.Writer) int {
 // endless prints one model call after another, forever (see @endless).
 func endless(out *bufio.Writer) {
 	for n := 1; ; n++ {
+		start := fmt.Sprintf(`{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":1}`,
+			EndlessInput, EndlessCacheWrite, EndlessCacheRead)
+		if partialMessages {
+			fmt.Fprintf(out, `{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_endless_%d","type":"message","role":"assistant","model":"%s","content":[],"usage":%s}},"session_id":"%s"}`+"\n",
+				n, EndlessModel, start, SessionID)
+		}
 		fmt.Fprintf(out, `{"type":"assistant","message":{"id":"msg_endless_%d","type":"message","role":"assistant","model":"%s",`+
-			`"content":[{"type":"tool_use","id":"toolu_endless_%d","name":"Bash","input":{"command":"ls"}}],`+
-			`"usage":{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":%d}},"session_id":"%s"}`+"\n",
-			n, EndlessModel, n, EndlessInput, EndlessCacheWrite, EndlessCacheRead, EndlessOutput, SessionID)
+			`"content":[{"type":"tool_use","id":"toolu_endless_%d","name":"Bash","input":{"command":"ls"}}],"usage":%s},"session_id":"%s"}`+"\n",
+			n, EndlessModel, n, start, SessionID)
+		if partialMessages {
+			fmt.Fprintf(out, `{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":%d}},"session_id":"%s","api_message_id":"msg_endless_%d"}`+"\n",
+				EndlessOutput, SessionID, n)
+			fmt.Fprintf(out, `{"type":"stream_event","event":{"type":"message_stop"},"session_id":"%s","api_message_id":"msg_endless_%d"}`+"\n", SessionID, n)
+		}
 		fmt.Fprintf(out, `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_endless_%d","type":"tool_result","content":"notes.txt"}]},"session_id":"%s"}`+"\n",
 			n, SessionID)
 		if out.Flush() != nil {

@@ -83,6 +83,9 @@ func runOneShot(f *Factory, c *cobra.Command, o oneShotOptions, task string) err
 	// The header goes to stderr even with --json: stdout is the result's.
 	fmt.Fprintf(f.IO.ErrOut, "ralph: %s\n", newRunHeader(opts))
 	res, err := coordinator.OneShot(c.Context(), opts, task)
+	for _, n := range res.Notices {
+		fmt.Fprintf(f.IO.ErrOut, "ralph: %s\n", n)
+	}
 	if err != nil {
 		return err
 	}
