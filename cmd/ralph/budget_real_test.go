@@ -34,10 +34,12 @@ func TestRealClaudeBudget(t *testing.T) {
 	}
 	cases := []struct {
 		flag, value string
-		over        func(tokens int64, cost float64) bool
+		over        func(tokens int64, cost float64) bool // nil for --max-time
+		limit       time.Duration                         // --max-time's
 	}{
-		{"--max-tokens", "1500", func(tokens int64, _ float64) bool { return tokens >= 1500 }},
-		{"--max-cost", "0.01", func(_ int64, cost float64) bool { return cost >= 0.01 }},
+		{"--max-tokens", "1500", func(tokens int64, _ float64) bool { return tokens >= 1500 }, 0},
+		{"--max-cost", "0.01", func(_ int64, cost float64) bool { return cost >= 0.01 }, 0},
+		{"--max-time", "4s", nil, 4 * time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.flag, func(t *testing.T) {
@@ -75,7 +77,11 @@ func TestRealClaudeBudget(t *testing.T) {
 				t.Fatalf("exit %d after %s\nstdout: %s\nstderr: %s", res.ExitCode, wall, res.Stdout, res.Stderr)
 			}
 			calls := api.Posts()
-			crossed, _, done := budgetTimes(t, res.Stdout, tc.over)
+			crossed, first, done := budgetTimes(t, res.Stdout, tc.over)
+			if tc.limit > 0 {
+				// The run's clock starts before its first event.
+				crossed = first.Add(tc.limit)
+			}
 			late := done.Sub(crossed)
 			if late > time.Second {
 				t.Errorf("the CLI was stopped %s after the limit was crossed", late)
@@ -91,7 +97,7 @@ func TestRealClaudeBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, _ := cl.Session()
-			if s == nil || s.Reason != "limit" || !tc.over(s.TokensIn+s.TokensOut, s.CostUSD) {
+			if s == nil || s.Reason != "limit" || (tc.over != nil && !tc.over(s.TokensIn+s.TokensOut, s.CostUSD)) {
 				t.Fatalf("session %+v", s)
 			}
 			if t1 := cl.Find("T1"); t1.Status != mdstate.Pending || t1.Attempts != 0 {
@@ -121,7 +127,7 @@ func TestRealClaudeBudget(t *testing.T) {
 			// within three calls of the crossing, not after the output the
 			// assistant lines leave out had doubled the spend.
 			perCall := agent.Tokens{Input: agenttest.FakeInputTokens, Output: agenttest.FakeToolCallOutput}
-			if tc.over(s.TokensIn+s.TokensOut-3*(perCall.Input+perCall.Output), s.CostUSD-3*price.Cost(perCall)) {
+			if tc.over != nil && tc.over(s.TokensIn+s.TokensOut-3*(perCall.Input+perCall.Output), s.CostUSD-3*price.Cost(perCall)) {
 				t.Errorf("recorded %d tokens, $%.4f: more than three calls past %s %s", s.TokensIn+s.TokensOut, s.CostUSD, tc.flag, tc.value)
 			}
 			t.Logf("real claude, %s %s: exit 3 after %s, %d model calls; the CLI was gone %s after the crossing; recorded %d in, %d out, $%.4f; the API's finished calls %d in, %d out, $%.4f",
