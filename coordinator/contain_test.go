@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -57,13 +58,13 @@ func TestRecoveryKillsMarkedSurvivors(t *testing.T) {
 		t.Fatalf("outcome %+v", out)
 	}
 	deadline := time.Now().Add(time.Second)
-	for running(left) && time.Now().Before(deadline) {
+	for proctest.Alive(left) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if running(left) {
+	if proctest.Alive(left) {
 		t.Error("the interrupted session's survivor still runs after recovery")
 	}
-	if !running(stranger) {
+	if !proctest.Alive(stranger) {
 		t.Error("recovery killed a process of another project's session")
 	}
 	said := false

@@ -211,7 +211,6 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	c.running, c.done, c.stopRun = true, done, cancel
 	c.paused, c.pausing = false, make(chan struct{})
-	c.snap.Running, c.snap.Paused = true, false
 	go func() {
 		out, err := c.run(runCtx)
 		cancel(nil)
@@ -233,7 +232,7 @@ func (c *Coordinator) ended(out Outcome, err error) {
 	defer c.ctl.Unlock()
 	c.last = runEnd{out, err}
 	c.running, c.stopRun, c.stopIter = false, nil, nil
-	c.snap.Running, c.snap.Paused, c.snap.WaitUntil = false, false, time.Time{}
+	c.snap.WaitUntil = time.Time{}
 	c.snap.Task, c.snap.Title, c.snap.Tool = "", "", ""
 	c.snap.Last = e
 	c.events.send(e)
@@ -263,7 +262,6 @@ func (c *Coordinator) Pause() {
 		return
 	}
 	c.paused = true
-	c.snap.Paused = true
 	close(c.pausing)
 }
 
@@ -275,7 +273,6 @@ func (c *Coordinator) Resume(ctx context.Context) error {
 		defer c.ctl.Unlock()
 		if c.paused {
 			c.paused = false
-			c.snap.Paused = false
 			c.pausing = make(chan struct{})
 		}
 		return nil

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
 	"github.com/ralph-dev/ralph/mdstate"
 )
@@ -247,7 +247,7 @@ func TestEngineHardStop(t *testing.T) {
 	took := time.Since(start)
 	<-col.stopped
 	for _, pid := range pids {
-		if running(pid) {
+		if proctest.Alive(pid) {
 			t.Errorf("pid %d still runs after Stop(true) returned", pid)
 		}
 	}
@@ -297,19 +297,6 @@ func waitPids(t *testing.T, path string) []int {
 	}
 	t.Fatalf("the agent wrote no pids to %s", path)
 	return nil
-}
-
-// running reports whether pid is a live process (a zombie is not).
-func running(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 // engineChildEnv makes the test binary a ralph that queues guidance, runs

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // BenchmarkLoopOverhead is the coordinator's own cost per iteration: a
@@ -82,7 +83,7 @@ func BenchmarkStopHard(b *testing.B) {
 		took = append(took, time.Since(start))
 		b.StopTimer()
 		for _, pid := range pids {
-			if running(pid) {
+			if proctest.Alive(pid) {
 				b.Fatalf("pid %d survived Stop(true)", pid)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // A one-shot's agent, and everything it starts, carries the one-shot's
@@ -79,14 +80,14 @@ func oneShotSurvivors(t *testing.T, dir string) (orphan int, others []int) {
 // requireSwept checks that orphan is gone and every one of others runs.
 func requireSwept(t *testing.T, orphan int, others []int) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Second); running(orphan) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Second); proctest.Alive(orphan) && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	if running(orphan) {
+	if proctest.Alive(orphan) {
 		t.Error("an earlier one-shot's orphan still runs")
 	}
 	for i, pid := range others {
-		if !running(pid) {
+		if !proctest.Alive(pid) {
 			t.Errorf("survivor %d (a running one-shot's, another project's, or a session's) was killed", i)
 		}
 	}

@@ -37,6 +37,7 @@ type Snapshot struct {
 func (c *Coordinator) Snapshot() Snapshot {
 	c.ctl.Lock()
 	s := c.snap
+	s.Running, s.Paused = c.running, c.running && c.paused
 	c.ctl.Unlock()
 	// Read from the file, not remembered: a person may have edited the
 	// queue, and the file is the queue.

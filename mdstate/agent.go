@@ -194,14 +194,11 @@ func (p *Project) LoadAgent() (*Agent, error) {
 // Learn adds a learning to AGENT.md, creating the file from its template
 // if it does not exist.
 func (p *Project) Learn(text string) error {
-	unlock, err := p.lockState()
+	unlock, err := p.lockForWrite()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := p.recoverLocked(); err != nil {
-		return err
-	}
 	path := p.Path(AgentFile)
 	for try := 0; ; try++ {
 		s, fi, err := readSource(path, AgentFile)

@@ -48,14 +48,11 @@ func (p *Project) RestoreFile(name string, data []byte, now time.Time) (string, 
 	if err := checkName(name); err != nil {
 		return "", err
 	}
-	unlock, err := p.lockState()
+	unlock, err := p.lockForWrite()
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	if err := p.recoverLocked(); err != nil {
-		return "", err
-	}
 	cur, err := os.ReadFile(p.Path(name))
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -544,14 +544,11 @@ func (p *Project) journalPath() string {
 // whole entry or, after the next write finishes it from the journal,
 // with the whole entry; never with half of one.
 func (p *Project) AppendProgress(e Entry) error {
-	unlock, err := p.lockState()
+	unlock, err := p.lockForWrite()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := p.recoverLocked(); err != nil {
-		return err
-	}
 	path := p.Path(ProgressFile)
 	if fi, err := os.Stat(path); err == nil {
 		if fi.IsDir() {

@@ -139,14 +139,11 @@ func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*
 	if _, err := os.Lstat(p.Path(kind.File)); errors.Is(err, fs.ErrNotExist) {
 		return nil, &MissingError{File: kind.File, Root: p.Root}
 	}
-	unlock, err := p.lockState()
+	unlock, err := p.lockForWrite()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := p.recoverLocked(); err != nil {
-		return nil, err
-	}
 	path := p.Path(kind.File)
 	for try := 0; ; try++ {
 		data, fi, err := readChecked(path, kind.File)
@@ -315,12 +312,12 @@ func syncDir(dir string) error {
 // log that the journal records, and temporary files of an atomic write
 // that never got renamed. ralph calls it on start; every write does too.
 func (p *Project) Recover() error {
-	unlock, err := p.lockState()
+	unlock, err := p.lockForWrite()
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	return p.recoverLocked()
+	unlock()
+	return nil
 }
 
 // recoverLocked is Recover for a caller that holds the state lock, so no
@@ -340,6 +337,20 @@ func (p *Project) recoverLocked() error {
 		}
 	}
 	return p.recoverJournal()
+}
+
+// lockForWrite takes the state lock and finishes what a crash left
+// half done, as every write does first. On error nothing is held.
+func (p *Project) lockForWrite() (func(), error) {
+	unlock, err := p.lockState()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.recoverLocked(); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
 }
 
 // lockState takes ralph's short-lived write lock, held by any ralph process
@@ -369,14 +380,11 @@ func (p *Project) CreateFile(name string, data []byte) (created bool, err error)
 	if err := checkName(name); err != nil {
 		return false, err
 	}
-	unlock, err := p.lockState()
+	unlock, err := p.lockForWrite()
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	if err := p.recoverLocked(); err != nil {
-		return false, err
-	}
 	return p.createLocked(name, data)
 }
 
@@ -408,14 +416,11 @@ func (p *Project) ReplaceFile(name string, data []byte) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	unlock, err := p.lockState()
+	unlock, err := p.lockForWrite()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := p.recoverLocked(); err != nil {
-		return err
-	}
 	return p.replaceLocked(name, data)
 }
 

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -26,7 +25,6 @@ import (
 // the CLI streams only in its partial messages included. The API gets no
 // request after ralph is done.
 func TestRealClaudeBudget(t *testing.T) {
-	claude, path := realClaudeBin(t)
 	const model = "claude-sonnet-4-5"
 	price, ok := agent.PriceOf(model)
 	if !ok {
@@ -43,25 +41,12 @@ func TestRealClaudeBudget(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.flag, func(t *testing.T) {
-			tmp := t.TempDir()
-			project, home, bin := filepath.Join(tmp, "project"), filepath.Join(tmp, "home"), filepath.Join(tmp, "bin")
-			for _, d := range []string{project, home, bin} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := os.Symlink(claude, filepath.Join(bin, "claude")); err != nil {
-				t.Fatal(err)
-			}
-			tasks := "# Tasks\n\n- [ ] T1: Write files forever\n"
-			if err := os.WriteFile(filepath.Join(project, mdstate.TasksFile), []byte(tasks), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			project, home, path := realClaudeDirs(t, "# Tasks\n\n- [ ] T1: Write files forever\n")
 			api := &agenttest.FakeAPI{Endless: func(n int) (string, string) {
 				return filepath.Join(project, fmt.Sprintf("file%03d.txt", n)), "one more\n"
 			}}
 			url := api.Start(t)
-			env := agenttest.FakeAPIEnv(home, url, bin+string(filepath.ListSeparator)+path)
+			env := agenttest.FakeAPIEnv(home, url, path)
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -59,7 +60,24 @@ var realClaudeFiles = map[string]string{"T1": "one.txt", "T2": "two.txt"}
 // for ralph.
 func realClaudeProject(t *testing.T, api *agenttest.FakeAPI) (project string, env []string) {
 	t.Helper()
-	claude, path := realClaudeBin(t)
+	project, home, path := realClaudeDirs(t, "# Tasks\n\n- [ ] T1: Write one.txt\n- [ ] T2: Write two.txt\n  - after: T1\n")
+	api.Route = func(text string) (string, string, bool) {
+		m := currentTaskRe.FindStringSubmatch(text)
+		if m == nil || realClaudeFiles[m[1]] == "" {
+			return "", "", false
+		}
+		return filepath.Join(project, realClaudeFiles[m[1]]), "written for " + m[1] + "\n", true
+	}
+	url := api.Start(t)
+	return project, agenttest.FakeAPIEnv(home, url, path)
+}
+
+// realClaudeDirs makes a project folder (with tasks as its
+// RALPH_TASKS.md, when given), a HOME, and a PATH on which the first
+// claude is the real one and the fake is not.
+func realClaudeDirs(t *testing.T, tasks string) (project, home, path string) {
+	t.Helper()
+	claude, rest := realClaudeBin(t)
 	tmp := t.TempDir()
 	project, home, bin := filepath.Join(tmp, "project"), filepath.Join(tmp, "home"), filepath.Join(tmp, "bin")
 	for _, d := range []string{project, home, bin} {
@@ -71,19 +89,12 @@ func realClaudeProject(t *testing.T, api *agenttest.FakeAPI) (project string, en
 	if err := os.Symlink(claude, filepath.Join(bin, "claude")); err != nil {
 		t.Fatal(err)
 	}
-	tasks := "# Tasks\n\n- [ ] T1: Write one.txt\n- [ ] T2: Write two.txt\n  - after: T1\n"
-	if err := os.WriteFile(filepath.Join(project, mdstate.TasksFile), []byte(tasks), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	api.Route = func(text string) (string, string, bool) {
-		m := currentTaskRe.FindStringSubmatch(text)
-		if m == nil || realClaudeFiles[m[1]] == "" {
-			return "", "", false
+	if tasks != "" {
+		if err := os.WriteFile(filepath.Join(project, mdstate.TasksFile), []byte(tasks), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		return filepath.Join(project, realClaudeFiles[m[1]]), "written for " + m[1] + "\n", true
 	}
-	url := api.Start(t)
-	return project, agenttest.FakeAPIEnv(home, url, bin+string(filepath.ListSeparator)+path)
+	return project, home, bin + string(filepath.ListSeparator) + rest
 }
 
 // TestRealClaudeLoop runs the real ralph binary, `ralph run --agent
@@ -198,7 +209,7 @@ func TestRealClaudeCrashResume(t *testing.T) {
 	}
 	p.Wait(10 * time.Second)
 	killed := time.Now()
-	for crashAlive(child) {
+	for proctest.Alive(child) {
 		if time.Since(killed) > time.Second {
 			syscall.Kill(child, syscall.SIGKILL)
 			t.Fatalf("the claude CLI (pid %d) outlived ralph by more than a second", child)

@@ -12,13 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -171,12 +171,12 @@ func containProject(t *testing.T) string {
 
 // containStart starts ralph with args in dir, its processes marked with
 // round, after removing the last round's tree.pids.
-func containStart(t *testing.T, bin string, env []string, dir string, args []string, round string) (*proc.Process, *syncBuf) {
+func containStart(t *testing.T, bin string, env []string, dir string, args []string, round string) (*proc.Process, *proctest.SyncBuffer) {
 	t.Helper()
 	if err := os.Remove(filepath.Join(dir, "tree.pids")); err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	var out syncBuf
+	var out proctest.SyncBuffer
 	p, err := proc.Start(context.Background(), proc.Cmd{Name: bin, Args: args, Dir: dir, Env: append(env, containRoundVar+"="+round)}, &out, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -226,8 +226,8 @@ func containKillBoth(t *testing.T, bin string, env []string, args []string, roun
 	dir := containProject(t)
 	p, out := containStart(t, bin, env, dir, args, round)
 	tree := containWaitTree(t, dir, p, out)
-	sup := containParent(tree[0])
-	if sup <= 1 || sup == p.Pid() || containParent(sup) != p.Pid() {
+	sup := parentOf(tree[0])
+	if sup <= 1 || sup == p.Pid() || parentOf(sup) != p.Pid() {
 		t.Fatalf("%s: the agent's parent is %d, want a supervisor between it and ralph (%d)", round, sup, p.Pid())
 	}
 	// The supervisor first: killed second, it would start killing the
@@ -258,7 +258,7 @@ func containKillBoth(t *testing.T, bin string, env []string, args []string, roun
 		containKillAll(survivors)
 		t.Fatalf("%s: ralph run after the kill: exit %d, %v\n%s", round, res.ExitCode, err, res.Stderr)
 	}
-	if left := containAlive(survivors); len(left) > 0 {
+	if left := proctest.Living(survivors); len(left) > 0 {
 		st.alive += len(left)
 		t.Errorf("%s: the next ralph run left survivors of the killed session alive: %s", round, containDescribe(left))
 		containKillAll(left)
@@ -280,7 +280,7 @@ func containSignal(t *testing.T, bin string, env []string, dir string, args []st
 
 // containStop sends sig to a running ralph and checks how it stopped (see
 // containSignal).
-func containStop(t *testing.T, p *proc.Process, out *syncBuf, dir, round string, sig syscall.Signal, run bool, st *containStats) {
+func containStop(t *testing.T, p *proc.Process, out *proctest.SyncBuffer, dir, round string, sig syscall.Signal, run bool, st *containStats) {
 	t.Helper()
 	sent := time.Now()
 	if err := p.Signal(sig); err != nil {
@@ -339,7 +339,7 @@ func containNohup(t *testing.T, bin string, env, args []string, st *containStats
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if left := containAlive(tree); len(left) != len(tree) {
+	if left := proctest.Living(tree); len(left) != len(tree) {
 		t.Errorf("under nohup, a SIGHUP stopped ralph's agent: %d of its %d processes left:\n%s", len(left), len(tree), out.String())
 	}
 	containStop(t, p, out, dir, "nohup", syscall.SIGTERM, true, st)
@@ -347,7 +347,7 @@ func containNohup(t *testing.T, bin string, env, args []string, st *containStats
 
 // containWaitTree waits for the agent's whole tree to run and returns its
 // pids, the agent's first.
-func containWaitTree(t *testing.T, dir string, p *proc.Process, out *syncBuf) []int {
+func containWaitTree(t *testing.T, dir string, p *proc.Process, out *proctest.SyncBuffer) []int {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -386,7 +386,7 @@ func containPids(dir string) []int {
 func containGone(dir, round string, limit time.Duration) (time.Duration, []int) {
 	start := time.Now()
 	for {
-		left := containAlive(containPids(dir))
+		left := proctest.Living(containPids(dir))
 		for _, pid := range containMarked(round) {
 			if !slices.Contains(left, pid) {
 				left = append(left, pid)
@@ -400,17 +400,6 @@ func containGone(dir, round string, limit time.Duration) (time.Duration, []int) 
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// containAlive returns the pids that name live processes.
-func containAlive(pids []int) []int {
-	var out []int
-	for _, pid := range pids {
-		if crashAlive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // containMarked lists the live processes whose environment carries the
@@ -428,21 +417,16 @@ func containMarked(round string) []int {
 		if err != nil {
 			continue
 		}
-		if slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, want) }) && crashAlive(pid) {
+		if slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, want) }) && proctest.Alive(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-// containParent reads pid's parent from /proc.
-func containParent(pid int) int {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	ppid, _ := strconv.Atoi(f[1])
+// parentOf is pid's parent, 0 once pid is gone.
+func parentOf(pid int) int {
+	_, ppid, _, _ := proctest.Stat(pid)
 	return ppid
 }
 
@@ -461,24 +445,6 @@ func containKillAll(pids []int) {
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-}
-
-// syncBuf is a buffer for a child's output, safe to read while it runs.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestRealClaudeContainment kills ralph with SIGKILL while the real Claude
@@ -509,7 +475,7 @@ func TestRealClaudeContainment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	ralph := buildRalph(t)
-	var out syncBuf
+	var out proctest.SyncBuffer
 	p, err := proc.Start(ctx, proc.Cmd{Name: ralph, Args: []string{"run", "--agent", "claude", "--model", "claude-sonnet-4-5"}, Dir: project, Env: env}, &out, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -540,7 +506,7 @@ func TestRealClaudeContainment(t *testing.T) {
 	}
 	claude := s.Child
 	for _, pid := range pids {
-		if containParent(pid) == claude {
+		if parentOf(pid) == claude {
 			t.Errorf("command %d is still the CLI's child: the test proves nothing about what left it", pid)
 		}
 	}
@@ -549,7 +515,7 @@ func TestRealClaudeContainment(t *testing.T) {
 	}
 	killed := time.Now()
 	all := append([]int{claude}, pids...)
-	for left := containAlive(all); len(left) > 0; left = containAlive(all) {
+	for left := proctest.Living(all); len(left) > 0; left = proctest.Living(all) {
 		if time.Since(killed) > time.Second {
 			containKillAll(left)
 			t.Fatalf("a second after ralph's SIGKILL, still alive: %s", containDescribe(left))

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -465,7 +466,7 @@ func crashCheckKill(t *testing.T, bin string, env []string, dir string, st *cras
 			continue
 		}
 		deadline := time.Now().Add(time.Second)
-		for crashAlive(pid) {
+		for proctest.Alive(pid) {
 			if time.Now().After(deadline) {
 				st.orphans++
 				t.Errorf("agent %d is still running a second after ralph was killed", pid)
@@ -583,17 +584,6 @@ func crashPhase(s *mdstate.Session, log *mdstate.Log) string {
 		return string(s.Status)
 	}
 	return string(s.Phase)
-}
-
-// crashAlive reports whether pid runs and is not a zombie.
-func crashAlive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(data, ')')
-	f := strings.Fields(string(data[i+1:]))
-	return len(f) > 0 && f[0] != "Z"
 }
 
 // crashRead reads a file an agent appends to; nil if none was written.

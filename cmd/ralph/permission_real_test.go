@@ -22,23 +22,13 @@ import (
 // (--permission-mode acceptEdits), needs no IS_SANDBOX even as root, and
 // its Write tool may edit the project.
 func TestRealClaudeAcceptEdits(t *testing.T) {
-	claude, path := realClaudeBin(t)
-	tmp := t.TempDir()
-	project, home, bin := filepath.Join(tmp, "project"), filepath.Join(tmp, "home"), filepath.Join(tmp, "bin")
-	for _, d := range []string{project, home, bin} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(claude, filepath.Join(bin, "claude")); err != nil {
-		t.Fatal(err)
-	}
+	project, home, path := realClaudeDirs(t, "")
 	greeting := filepath.Join(project, "greeting.txt")
 	api := &agenttest.FakeAPI{Route: func(text string) (string, string, bool) {
 		return greeting, "hello\n", strings.Contains(text, "write the greeting")
 	}}
 	url := api.Start(t)
-	env := slices.DeleteFunc(agenttest.FakeAPIEnv(home, url, bin+string(filepath.ListSeparator)+path),
+	env := slices.DeleteFunc(agenttest.FakeAPIEnv(home, url, path),
 		func(kv string) bool { return strings.HasPrefix(kv, "IS_SANDBOX=") })
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

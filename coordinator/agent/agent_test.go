@@ -3,7 +3,6 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // TestMain lets the test binary be the fake claude: with RALPH_FAKE_CLAUDE=1
@@ -114,49 +114,6 @@ func (e *events) has(kind EventKind) bool {
 	return false
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// procStat reads a process's state and process group from /proc.
-func procStat(pid int) (state byte, pgrp int, ok bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	// "pid (comm) S ppid pgrp …": comm may hold spaces, so split after ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 3 {
-		return 0, 0, false
-	}
-	pgrp, _ = strconv.Atoi(f[2])
-	return f[0][0], pgrp, true
-}
-
-// alive reports whether pid is a live process (zombies are dead).
-func alive(pid int) bool {
-	st, _, ok := procStat(pid)
-	return ok && st != 'Z' && syscall.Kill(pid, 0) == nil
-}
-
 // groupMembers lists the live processes in process group pgid.
 func groupMembers(pgid int) []int {
 	entries, _ := os.ReadDir("/proc")
@@ -166,7 +123,7 @@ func groupMembers(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		if st, pg, ok := procStat(pid); ok && pg == pgid && st != 'Z' {
+		if st, _, pg, ok := proctest.Stat(pid); ok && pg == pgid && st != 'Z' {
 			pids = append(pids, pid)
 		}
 	}
@@ -182,7 +139,7 @@ func assertGone(t *testing.T, group int, pids ...int) {
 	for {
 		var left []int
 		for _, p := range pids {
-			if alive(p) {
+			if proctest.Alive(p) {
 				left = append(left, p)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // The real Claude Code CLI against a fake Anthropic Messages API on
@@ -104,7 +105,7 @@ func TestRealClaude(t *testing.T) {
 		req := realRequest(t, api.Start(t))
 		target := filepath.Join(req.Dir, "hello.txt")
 		api.Route = writeRoute("Create hello.txt saying hello", target, "hello from claude\n")
-		var raw syncBuffer
+		var raw proctest.SyncBuffer
 		req.RawLog = &raw
 		ev := &events{t: t}
 		res, err := Claude(bin).Run(ctx, req, ev.on)

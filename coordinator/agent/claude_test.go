@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // A normal run: events in order, the final message from the result line
@@ -26,7 +27,7 @@ func TestClaudeSuccess(t *testing.T) {
 	req.Model = "claude-test"
 	// Longer than one argument may be (128 KiB): stdin has no such limit.
 	req.Prompt = strings.Repeat("context line\n", 20000) + "Say <promise>COMPLETE</promise> when done."
-	var raw syncBuffer
+	var raw proctest.SyncBuffer
 	req.RawLog = &raw
 	ev := &events{t: t}
 	res, err := b.Run(t.Context(), req, ev.on)
@@ -133,7 +134,7 @@ func TestClaudeFailureModes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
 			b, req, _ := fakeClaude(t, "FAKE_CLAUDE_MODE="+tt.mode)
-			var raw syncBuffer
+			var raw proctest.SyncBuffer
 			req.RawLog = &raw
 			ev := &events{t: t}
 			res, err := b.Run(t.Context(), req, ev.on)
@@ -359,10 +360,10 @@ func TestClaudeCancel(t *testing.T) {
 	}
 	pids := readPids(t, f.pids, 2)
 	for _, p := range pids {
-		if !alive(p) {
+		if !proctest.Alive(p) {
 			t.Fatalf("pid %d is not running before the cancel", p)
 		}
-		if _, pg, _ := procStat(p); pg != pids[0] {
+		if _, _, pg, _ := proctest.Stat(p); pg != pids[0] {
 			t.Fatalf("pid %d is in group %d, not the child's %d", p, pg, pids[0])
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // agentScript writes a shell script that records its arguments and stdin
@@ -46,7 +48,7 @@ printf '\n\n'`)
 		t.Errorf("Name() = %q", b.Name())
 	}
 	dir := t.TempDir()
-	var raw syncBuffer
+	var raw proctest.SyncBuffer
 	ev := &events{t: t}
 	prompt := strings.Repeat("a long prompt line\n", 10000) // > 128 KiB
 	res, err := b.Run(t.Context(), Request{Prompt: prompt, Dir: dir, RawLog: &raw, NoOutputTimeout: 10 * time.Second, Grace: 200 * time.Millisecond}, ev.on)

@@ -101,6 +101,24 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 		req.OnStart(p.Pid())
 	}
 
+	end.stopped, end.stoppedSettled = waitChild(ctx, p, req, out, lr, sink, stop)
+	// Done is closed: the supervisor has killed what the agent left
+	// behind; without one, Wait kills what is left of its group.
+	_ = p.Wait(time.Second)
+	end.exitCode = p.ExitCode()
+	end.duration = time.Since(start)
+	end.stderrTail = stderr.String()
+	// exec has finished copying: no more writes to pw.
+	pw.Close()
+	<-readDone
+	return end, nil
+}
+
+// waitChild waits for p to exit, and stops it (through stop) when ctx is
+// done, the deadline passes or the no-output watchdog fires. It says why
+// ralph stopped it, if it did, and whether the child had already given its
+// final answer then (it hung after its result line).
+func waitChild(ctx context.Context, p *proc.Process, req Request, out *activity, lr *lineReader, sink lineSink, stop func()) (stopped ErrorKind, settled bool) {
 	var deadline, watch <-chan time.Time
 	if req.Timeout > 0 {
 		t := time.NewTimer(req.Timeout)
@@ -115,18 +133,16 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 	}
 	interrupt := ctx.Done()
 	stopWith := func(kind ErrorKind) {
-		end.stopped = kind
-		end.stoppedSettled = sink.settled()
+		stopped, settled = kind, sink.settled()
 		// Cancelling runCtx makes proc interrupt the group and escalate to
 		// SIGKILL after the grace period; Done follows.
 		stop()
 		deadline, watch, interrupt = nil, nil, nil
 	}
-wait:
 	for {
 		select {
 		case <-p.Done():
-			break wait
+			return stopped, settled
 		case <-interrupt:
 			stopWith(KindInterrupted)
 		case <-deadline:
@@ -145,16 +161,6 @@ wait:
 			}
 		}
 	}
-	// Done is closed: the supervisor has killed what the agent left
-	// behind; without one, Wait kills what is left of its group.
-	_ = p.Wait(time.Second)
-	end.exitCode = p.ExitCode()
-	end.duration = time.Since(start)
-	end.stderrTail = stderr.String()
-	// exec has finished copying: no more writes to pw.
-	pw.Close()
-	<-readDone
-	return end, nil
 }
 
 // lineReader splits a child's stdout into lines for sink, copying every

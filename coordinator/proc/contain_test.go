@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // treeScript starts, from a shell whose pid it records first, one process
@@ -69,7 +71,7 @@ func killTree(t *testing.T, pids []int) {
 func requireGone(t *testing.T, what string, pids []int) {
 	t.Helper()
 	for _, pid := range pids {
-		if alive(pid) {
+		if proctest.Alive(pid) {
 			t.Errorf("%s: process %d still alive", what, pid)
 		}
 	}
@@ -84,7 +86,7 @@ func treeCmd(pidFile, end string) Cmd {
 // child's and Pid is the child's own.
 func TestContainedChildEndLeavesNothing(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	var out syncBuffer
+	var out proctest.SyncBuffer
 	p, err := Start(t.Context(), treeCmd(pidFile, "exit 3"), &out, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +171,7 @@ func containedParent() {
 // the whole tree within a second, and exits.
 func TestContainedTreeDiesWithKilledParent(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	var out syncBuffer
+	var out proctest.SyncBuffer
 	parent, err := Start(t.Context(), Cmd{
 		Name: os.Args[0],
 		Args: []string{"-test.run=^$"},
@@ -236,13 +238,13 @@ func TestKillMarked(t *testing.T) {
 	other := start(mark+"-other", filepath.Join(dir, "other"))
 	survivors := 0
 	for _, pid := range tree {
-		if alive(pid) {
+		if proctest.Alive(pid) {
 			survivors++
 		}
 	}
 	var others []int
 	for _, pid := range other {
-		if alive(pid) {
+		if proctest.Alive(pid) {
 			others = append(others, pid)
 		}
 	}
@@ -260,7 +262,7 @@ func TestKillMarked(t *testing.T) {
 	}
 	requireGone(t, "after KillMarked", tree)
 	for _, pid := range others {
-		if !alive(pid) {
+		if !proctest.Alive(pid) {
 			t.Errorf("process %d of another mark was killed", pid)
 		}
 	}
@@ -273,15 +275,7 @@ func TestKillMarked(t *testing.T) {
 // 3rd after the command name); 0 once pid is gone.
 func pgrp(t *testing.T, pid int) int {
 	t.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	g, err := strconv.Atoi(f[2])
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, g, _ := proctest.Stat(pid)
 	return g
 }
 

@@ -3,38 +3,24 @@
 package proc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// alive reports whether pid names a live process (not a zombie).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses: "Z" is a zombie.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
+)
 
 // waitGone waits a bounded time for pid to be gone.
 func waitGone(t *testing.T, pid int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	for alive(pid) {
+	for proctest.Alive(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("process %d still alive after %s", pid, within)
@@ -43,26 +29,8 @@ func waitGone(t *testing.T, pid int, within time.Duration) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the writer goroutine and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // readPID waits for the child to print a PID on its first line.
-func readPID(t *testing.T, out *syncBuffer) int {
+func readPID(t *testing.T, out *proctest.SyncBuffer) int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -112,7 +80,7 @@ func TestRunReportsExitCode(t *testing.T) {
 // ignores SIGINT is killed after the grace period, and nothing is left.
 func TestCancelStopsTheWholeGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	var out syncBuffer
+	var out proctest.SyncBuffer
 	p, err := Start(ctx, Cmd{
 		Name:  "sh",
 		Args:  []string{"-c", `sh -c 'trap "" INT; sleep 60' & echo $!; wait`},
@@ -151,7 +119,7 @@ func TestStopUsesTheCausesGrace(t *testing.T) {
 			// from the one the engine cancels.
 			ctx, stop := context.WithCancel(parent)
 			defer stop()
-			var out syncBuffer
+			var out proctest.SyncBuffer
 			p, err := Start(ctx, Cmd{
 				Name:  "sh",
 				Args:  []string{"-c", `trap "" INT; sleep 60 & echo $!; wait`},
@@ -188,7 +156,7 @@ func TestStopUsesTheCausesGrace(t *testing.T) {
 // HardGrace plus its slack, however long Cmd.Grace is.
 func TestHardStopBoundsTheWaitForPipes(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
-	var out syncBuffer
+	var out proctest.SyncBuffer
 	p, err := Start(ctx, Cmd{
 		Name:  "sh",
 		Args:  []string{"-c", `setsid sleep 60 & echo $!; wait`},
@@ -209,7 +177,7 @@ func TestHardStopBoundsTheWaitForPipes(t *testing.T) {
 	if elapsed := time.Since(start); elapsed < HardGrace+hardWaitSlack {
 		t.Errorf("Done after %s: the escaped grandchild still holds the pipe, so only WaitDelay (%s) can close it", elapsed, HardGrace+hardWaitSlack)
 	}
-	if !alive(escaped) {
+	if !proctest.Alive(escaped) {
 		t.Fatal("the escaped grandchild died: the test proves nothing about WaitDelay")
 	}
 }
@@ -217,7 +185,7 @@ func TestHardStopBoundsTheWaitForPipes(t *testing.T) {
 // StopGroup interrupts a group and kills it after the grace: a group that
 // stops on SIGINT is gone at once, one that ignores it after the grace.
 func TestStopGroup(t *testing.T) {
-	var out syncBuffer
+	var out proctest.SyncBuffer
 	p, err := Start(t.Context(), Cmd{
 		Name: "sh",
 		Args: []string{"-c", `trap "" INT; echo $$; sleep 60 & wait`},
@@ -233,7 +201,7 @@ func TestStopGroup(t *testing.T) {
 		t.Errorf("a group that ignores SIGINT gone after %s, want the 300ms grace", elapsed)
 	}
 
-	out = syncBuffer{}
+	out = proctest.SyncBuffer{}
 	p, err = Start(t.Context(), Cmd{Name: "sh", Args: []string{"-c", `echo $$; sleep 60`}}, &out, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +218,7 @@ func TestStopGroup(t *testing.T) {
 // A child whose parent dies by SIGKILL (no chance to clean up) is killed by
 // the kernel: the parent-death signal.
 func TestChildDiesWithKilledParent(t *testing.T) {
-	var out syncBuffer
+	var out proctest.SyncBuffer
 	parent, err := Start(t.Context(), Cmd{
 		Name: os.Args[0],
 		Args: []string{"-test.run=^$"},
@@ -260,7 +228,7 @@ func TestChildDiesWithKilledParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := readPID(t, &out)
-	if !alive(child) {
+	if !proctest.Alive(child) {
 		t.Fatal("the helper's child is not running")
 	}
 	if err := parent.Signal(syscall.SIGKILL); err != nil {
@@ -284,7 +252,7 @@ func TestWaitIsBounded(t *testing.T) {
 // Done closes once the child has exited and its output is copied, so a
 // caller can select on it beside its own timers; ExitCode is then final.
 func TestDoneAndExitCode(t *testing.T) {
-	var out syncBuffer
+	var out proctest.SyncBuffer
 	p, err := Start(t.Context(), Cmd{Name: "sh", Args: []string{"-c", "echo hi; exit 5"}}, &out, nil)
 	if err != nil {
 		t.Fatal(err)

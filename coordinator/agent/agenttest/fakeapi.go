@@ -191,32 +191,44 @@ func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tool, args, ok = "Bash", map[string]string{"command": command, "description": "Run the command"}, true
 	}
 	if ok {
-		input, _ := json.Marshal(args)
-		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "tool_use", "id": toolID, "name": tool, "input": map[string]any{}}})
-		// The input arrives in pieces, as from the real API.
-		half := len(input) / 2
-		for _, part := range []string{string(input[:half]), string(input[half:])} {
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-				"delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
-		}
-		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-		sse(w, "message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": FakeToolCallOutput}})
-		call.OutputTokens = FakeToolCallOutput
+		call.OutputTokens = streamToolUse(w, toolID, tool, args)
 	} else {
-		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "text", "text": ""}})
-		for _, part := range []string{"Wrote the file.\n", "<promise>COMPLETE</promise>"} {
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
-				"delta": map[string]any{"type": "text_delta", "text": part}})
-		}
-		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-		sse(w, "message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": FakeFinalTextOutput}})
-		call.OutputTokens = FakeFinalTextOutput
+		call.OutputTokens = streamFinalText(w)
 	}
 	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+}
+
+// streamToolUse streams one tool_use block calling tool with args, its
+// input in pieces as from the real API, and returns the output tokens it
+// reports.
+func streamToolUse(w http.ResponseWriter, id, tool string, args map[string]string) int64 {
+	input, _ := json.Marshal(args)
+	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+		"content_block": map[string]any{"type": "tool_use", "id": id, "name": tool, "input": map[string]any{}}})
+	half := len(input) / 2
+	for _, part := range []string{string(input[:half]), string(input[half:])} {
+		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+	}
+	sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	sse(w, "message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": FakeToolCallOutput}})
+	return FakeToolCallOutput
+}
+
+// streamFinalText streams the final answer, COMPLETE, and returns the
+// output tokens it reports.
+func streamFinalText(w http.ResponseWriter) int64 {
+	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+		"content_block": map[string]any{"type": "text", "text": ""}})
+	for _, part := range []string{"Wrote the file.\n", "<promise>COMPLETE</promise>"} {
+		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+			"delta": map[string]any{"type": "text_delta", "text": part}})
+	}
+	sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	sse(w, "message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": FakeFinalTextOutput}})
+	return FakeFinalTextOutput
 }
 
 // bashCall is the command of the Bash call Bash asks for, if any.
