@@ -41,7 +41,10 @@ type attempt struct {
 	Answered bool
 	// Urgent is set when an urgent message cut the run short.
 	Urgent bool
-	Took   time.Duration
+	// Taken is set when a person took the task (marked it done, skipped
+	// or blocked, or removed it) and so cut the run short.
+	Taken bool
+	Took  time.Duration
 }
 
 // runAgent runs o.Agent on req. Its error is ralph's (the log cannot be
@@ -86,6 +89,9 @@ func classify(ctx context.Context, res agent.Result, runErr error) attempt {
 		if errors.Is(context.Cause(ctx), errUrgent) {
 			a.Urgent, a.Note = true, "stopped for an urgent message from the user"
 		}
+		if p := personCause(ctx); p != nil {
+			a.Taken, a.Note = true, "stopped: "+p.Error()
+		}
 	case res.ErrorKind == agent.KindRateLimit:
 		// Not the task's fault: the caller waits for the reset.
 		a.Outcome, a.Note = OutcomeRateLimited, failureNote(res)
@@ -124,14 +130,23 @@ func failureNote(res agent.Result) string {
 	return "the agent reported an error (" + string(res.ErrorKind) + ")"
 }
 
+// filed is what fileReport added to the state files, and the to-dos it
+// could not add (RALPH_TODO.md is missing): those go in the progress entry.
+type filed struct {
+	learnings, todos, unfiled []string
+}
+
 // fileReport files an agent's learnings and to-dos. emit, when set, is
 // told of each file written. It may be called again for the same report
 // (recovery finishes one a kill cut short): a learning AGENT.md has, or a
-// to-do RALPH_TODO.md has, is not added again.
-func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) error {
+// to-do RALPH_TODO.md has, is not added again. Only `ralph init` creates
+// a state file: with RALPH_TODO.md gone, the to-dos are only in the
+// progress entry, and emit is told so.
+func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, error) {
 	if emit == nil {
 		emit = func(Event) {}
 	}
+	var f filed
 	for _, l := range rep.Learnings {
 		// Agents repeat what they were told: a learning AGENT.md already
 		// has is not added again.
@@ -139,42 +154,57 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) error {
 			continue
 		}
 		if err := p.Learn(l); err != nil {
-			return fmt.Errorf("file a learning the agent reported: %w", err)
+			return f, fmt.Errorf("file a learning the agent reported: %w", err)
 		}
+		f.learnings = append(f.learnings, l)
 		emit(Event{Kind: EventStateWritten, File: mdstate.AgentFile})
 	}
 	if len(rep.Todos) == 0 {
-		return nil
+		return f, nil
 	}
-	if _, err := p.EnsureFile(mdstate.TodoFile); err != nil {
-		return fmt.Errorf("file the to-dos the agent reported: %w", err)
+	todos, err := addTodos(p, rep.Todos)
+	var missing *mdstate.MissingError
+	if errors.As(err, &missing) {
+		emit(Event{Kind: EventNotice, Text: mdstate.TodoFile + " is missing, so the agent's to-dos are only in the progress log; `ralph init` creates it again"})
+		f.unfiled = rep.Todos
+		return f, nil
 	}
-	added := false
+	if err != nil {
+		return f, fmt.Errorf("file the to-dos the agent reported: %w", err)
+	}
+	f.todos = todos
+	if len(todos) > 0 {
+		emit(Event{Kind: EventStateWritten, File: mdstate.TodoFile})
+	}
+	return f, nil
+}
+
+// addTodos adds to RALPH_TODO.md the to-dos it does not have yet, and
+// returns them.
+func addTodos(p *mdstate.Project, todos []string) ([]string, error) {
+	var added []string
 	_, err := p.UpdateChecklist(mdstate.TodoKind, func(e *mdstate.ChecklistEdit) error {
-		added = false
+		added = nil
 		have := map[string]bool{}
 		for _, it := range e.Checklist().Items {
-			have[strings.ToLower(oneLineText(it.Title))] = true
+			have[todoKey(it.Title)] = true
 		}
-		for _, t := range rep.Todos {
-			if key := strings.ToLower(oneLineText(t)); !have[key] {
+		for _, t := range todos {
+			if key := todoKey(t); !have[key] {
 				have[key] = true
 				if _, err := e.Add(t); err != nil {
 					return err
 				}
-				added = true
+				added = append(added, t)
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("file the to-dos the agent reported: %w", err)
-	}
-	if added {
-		emit(Event{Kind: EventStateWritten, File: mdstate.TodoFile})
-	}
-	return nil
+	return added, err
 }
+
+// todoKey is what makes two to-dos the same.
+func todoKey(title string) string { return strings.ToLower(oneLineText(title)) }
 
 func hasLearning(a *mdstate.Agent, text string) bool {
 	for _, l := range a.Learnings {

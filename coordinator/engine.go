@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/mdstate"
+	"github.com/ralph-dev/ralph/mdstate/watch"
 	"github.com/ralph-dev/ralph/projectdetect"
 )
 
@@ -80,6 +82,11 @@ type Options struct {
 	Secrets []string
 	// Resources bounds free disk space and the agents' logs.
 	Resources Resources
+	// Watch watches the state files for as long as the coordinator lives
+	// (mdstate/watch) and acts on what others change (Notify): a front
+	// end that shows a live session wants it; a test may call Notify
+	// itself.
+	Watch bool
 }
 
 // withDefaults fills in the documented defaults.
@@ -142,6 +149,8 @@ type Coordinator struct {
 	paused   bool
 	snap     Snapshot
 
+	watcher *watch.Watcher // with Options.Watch
+
 	// edited is set by Notify when a person changed RALPH_TASKS.md: the
 	// circuit breaker starts afresh.
 	edited atomic.Bool
@@ -157,6 +166,13 @@ type Coordinator struct {
 	// delivered is the guidance the last iteration received and answered:
 	// the session's next write takes it off the queue.
 	delivered []string
+	// own is what ralph wrote in the state files this session (owned.go).
+	own ownEdits
+	// plan is what the last write of RALPH_TASKS.md found about them.
+	plan taskPlan
+	// unfiled is the to-dos the last report could not file: its progress
+	// entry keeps them.
+	unfiled []string
 }
 
 type runEnd struct {
@@ -178,6 +194,12 @@ func New(opts Options) (*Coordinator, error) {
 	}
 	c := &Coordinator{opts: opts, p: mdstate.Open(opts.Root), lock: lock, events: newStream()}
 	c.snap.Agent, c.snap.Model = opts.Agent.Name(), opts.Model
+	if opts.Watch {
+		if c.watcher, err = watch.New(c.p, c.changed, watch.Options{}); err != nil {
+			lock.Release()
+			return nil, fmt.Errorf("watch the state files: %w", err)
+		}
+	}
 	return c, nil
 }
 
@@ -322,6 +344,9 @@ func (c *Coordinator) Close() {
 		return
 	}
 	c.Stop(true)
+	if c.watcher != nil {
+		_ = c.watcher.Close() // bounded; a stuck one is left to the exit
+	}
 	c.events.close()
 	c.lock.Release()
 }
@@ -336,24 +361,4 @@ func (c *Coordinator) emit(e Event) {
 	e.Time = c.opts.Now()
 	c.observe(e)
 	c.events.send(e)
-}
-
-// Notify tells the engine that a state file changed on disk (the file
-// watcher calls it). A change ralph did not write is a person's (or an
-// agent's): it is announced as EventStateChanged, and an edit of
-// RALPH_TASKS.md re-arms the circuit breaker.
-func (c *Coordinator) Notify(ch Change) {
-	changed, ok, err := c.p.ChangedSinceOwnWrite(ch.File)
-	if err != nil || (ok && !changed) {
-		return // ralph's own write, or a file that cannot be read now
-	}
-	if ch.File == mdstate.TasksFile {
-		c.edited.Store(true)
-	}
-	c.emit(Event{Kind: EventStateChanged, File: ch.File})
-}
-
-// Change is a state file's change on disk, for Notify.
-type Change struct {
-	File string // a state file's name, e.g. mdstate.TasksFile
 }

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -40,8 +41,11 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 	if err != nil {
 		return "", err
 	}
+	if err := c.restoreAdditions(); err != nil {
+		return "", err
+	}
 	d := c.decide(task, a)
-	if err := c.recordOutcome(task, a, d); err != nil {
+	if err := c.recordOutcome(task, a, &d); err != nil {
 		return "", err
 	}
 	var delivered []string
@@ -60,13 +64,17 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 			d.note = strings.TrimSpace(d.note + " commit failed: " + failed)
 		}
 	}
-	entry := redactEntry(iterationEntry(c.opts.Now(), task, c.session.Iteration, AgentLabel(c.opts.Agent.Name(), c.opts.Model), a, d.note, commit, delivered), c.opts.redactor())
-	if err := c.p.AppendProgress(entry); err != nil {
+	entry := iterationEntry(c.opts.Now(), task, c.session.Iteration, AgentLabel(c.opts.Agent.Name(), c.opts.Model), a, d.note, commit, delivered)
+	if len(c.unfiled) > 0 {
+		entry.Fields = append(entry.Fields, mdstate.Field{Key: "todos", List: c.unfiled})
+		c.unfiled = nil
+	}
+	entry = redactEntry(entry, c.opts.redactor())
+	if err := c.appendEntry(entry); err != nil {
 		return "", err
 	}
 	c.session.Result = nil // in the log now; the next session write drops it
 	dropKeptReport(c.opts.Root)
-	c.emit(Event{Kind: EventStateWritten, File: mdstate.ProgressFile})
 	if len(delivered) > 0 {
 		// Off the queue with the session's next write: a crash before it
 		// delivers the guidance once more, never not at all.
@@ -79,17 +87,58 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 }
 
 // begin opens an iteration: the task in progress, in the session's write.
+// A task a person started, finished, skipped, blocked or removed since it
+// was picked is left as it is: begin then reports errNotReady and
+// nothing of the iteration is counted.
 func (c *Coordinator) begin(task *mdstate.Item) error {
 	s := &c.session
+	before := *s
 	s.Iteration++
 	s.Task, s.Phase = task.ID, mdstate.PhaseAgent
 	s.WaitUntil = time.Time{}
-	c.pace.retry, c.pace.again = "", false
-	if err := c.saveSession(func(e *mdstate.ChecklistEdit) error { return e.SetStatus(task.ID, mdstate.InProgress) }); err != nil {
+	var was mdstate.Status
+	err := c.saveTask(task.ID, func(e *mdstate.ChecklistEdit) error {
+		cur := e.Checklist().Find(task.ID)
+		if cur == nil || !c.startable(cur, task) {
+			return errNotReady
+		}
+		was = cur.Status
+		return e.SetStatus(task.ID, mdstate.InProgress)
+	})
+	if err != nil {
+		// errNotReady too: the loop reads the tasks again.
+		*s = before
 		return err
 	}
+	c.pace.retry, c.pace.again = "", false
+	c.own.marked(task.ID, was, mdstate.InProgress)
 	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: task.ID, Title: task.Title})
 	return nil
+}
+
+// errNotReady reports a picked task that a person changed before its
+// iteration began.
+var errNotReady = errors.New("the task changed before its iteration began")
+
+// startable reports whether the picked task may start, now that it reads
+// cur: not if a person changed its status since the pick; a pending one,
+// or one in progress that ralph itself marked (a crash's leftover, or its
+// own mark written again after an older copy of the file); a blocked or
+// skipped one only when --task asked for it.
+func (c *Coordinator) startable(cur, picked *mdstate.Item) bool {
+	if cur.Status != picked.Status {
+		return false
+	}
+	switch cur.Status {
+	case mdstate.Pending:
+		return true
+	case mdstate.InProgress:
+		_, taken := c.plan.personal(cur.ID)
+		return !taken
+	case mdstate.Done:
+		return false
+	}
+	return c.opts.TaskID == cur.ID
 }
 
 // runIteration runs the agent in a context of its own, which an urgent
@@ -110,7 +159,7 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 		OnEvent:  c.forward(id, c.newSpending(), cancel),
 		OnNotice: func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) },
 	})
-	s.Child, s.ChildStart = 0, 0
+	dropAgentRecord(c.opts.Root)
 	if k := limitCause(iterCtx); k != "" {
 		c.pace.cut = k
 		if a.Outcome == OutcomeInterrupted {
@@ -138,13 +187,13 @@ func (c *Coordinator) iterationContext(ctx context.Context) (context.Context, co
 	}
 }
 
-// recordChild saves the agent's pid at once: after a crash of ralph, the
-// next start finds the agent's group there and stops it, if that very
-// process (pid and start time) still runs.
+// recordChild keeps the agent's pid in .ralph/ at once: after a crash of
+// ralph, the next start finds the agent's group there and stops it, if
+// that very process (pid and start time) still runs.
 func (c *Coordinator) recordChild(pid int) {
-	c.session.Child = pid
-	c.session.ChildStart, _ = proc.StartTime(pid)
-	if err := c.saveSession(nil); err != nil {
+	start, _ := proc.StartTime(pid)
+	a := AgentProcess{Session: c.session.ID, Iteration: c.session.Iteration, Task: c.session.Task, PID: pid, Start: start}
+	if err := recordAgent(c.opts.Root, a); err != nil {
 		c.emit(Event{Kind: EventNotice, Task: c.session.Task, Text: "ralph could not record the agent's pid: " + err.Error()})
 	}
 }
@@ -195,12 +244,14 @@ type decision struct {
 // interrupt rules to an iteration's outcome.
 func (c *Coordinator) decide(task *mdstate.Item, a attempt) decision {
 	d := decision{status: mdstate.Pending, attempts: task.Attempts, note: a.Note}
-	switch a.Outcome {
-	case OutcomeDone:
+	switch {
+	case a.Outcome == OutcomeDone:
 		d.status = mdstate.Done
-	case OutcomeBlocked:
+	case a.Outcome == OutcomeBlocked:
 		d.status = mdstate.Blocked
-	case OutcomeInterrupted:
+	case a.Outcome == OutcomeInterrupted && a.Taken:
+		// The person's status stays (saveOutcome); the note says why.
+	case a.Outcome == OutcomeInterrupted:
 		d.note = fmt.Sprintf("interrupted at %s in iteration %d", c.opts.Now().UTC().Format(time.RFC3339), c.session.Iteration)
 		if c.pace.cutTask == task.ID {
 			d.note = fmt.Sprintf("stopped at %s in iteration %d: %s reached", c.opts.Now().UTC().Format(time.RFC3339), c.session.Iteration, c.limitFlag(c.pace.cut))
@@ -210,13 +261,13 @@ func (c *Coordinator) decide(task *mdstate.Item, a attempt) decision {
 			d.note += "; " + a.Note
 			c.pace.retry = task.ID
 		}
-	case OutcomeRateLimited:
+	case a.Outcome == OutcomeRateLimited:
 		// Not the task's fault: wait for the reset and try the same task
 		// again, without counting an attempt.
 		c.session.WaitUntil, c.pace.waited = c.limitUntil(a.Result.ResetAt), time.Time{}
 		c.pace.retry = task.ID
 		d.note += "; waiting until " + c.session.WaitUntil.UTC().Format(time.RFC3339)
-	case OutcomeFailed:
+	case a.Outcome == OutcomeFailed:
 		d.attempts++
 		c.failurePolicy(task.ID, &d)
 	}
@@ -242,8 +293,10 @@ func (c *Coordinator) failurePolicy(id string, d *decision) {
 // iteration's result and usage, in one atomic write: if ralph dies before
 // the progress entry is appended, the next start writes it from them
 // (restoreEntry). An error leaves the session's counters as they were: the
-// next start recovers the iteration as interrupted.
-func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d decision) error {
+// next start recovers the iteration as interrupted. A task whose status a
+// person changed while its agent worked keeps the person's status; ralph's
+// outcome goes in a note under it and in d's note, for the progress entry.
+func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision) error {
 	s := &c.session
 	before := *s
 	// Costs are kept to 1/100 of a cent, as the files show them: the
@@ -253,34 +306,71 @@ func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d decision) err
 	s.TokensOut += a.Result.Usage.Out
 	s.CostUSD += a.Result.CostUSD
 	s.Phase = mdstate.PhaseWriting
-	if a.Outcome == OutcomeDone {
-		s.Done++
-	}
+	done := s.Done
 	s.Result = &mdstate.IterationResult{Outcome: string(a.Outcome), TokensIn: a.Result.Usage.In, TokensOut: a.Result.Usage.Out,
 		CostUSD: a.Result.CostUSD, Duration: a.Took.Round(time.Second)}
-	err := c.saveSession(func(e *mdstate.ChecklistEdit) error {
+	var kept string
+	err := c.saveTask(task.ID, func(e *mdstate.ChecklistEdit) error {
+		// The session counts the tasks it completed: not one a person
+		// skipped or blocked meanwhile.
+		kept, s.Done = "", done
+		if a.Outcome == OutcomeDone {
+			s.Done++
+		}
 		if e.Checklist().Find(task.ID) == nil {
 			// A person removed the task while its agent worked: the
 			// iteration is still recorded, in the session and the log.
+			kept = "a person removed the task while its agent worked"
 			return nil
 		}
-		if err := e.SetStatus(task.ID, d.status); err != nil {
-			return err
-		}
-		if d.attempts != task.Attempts {
-			if err := e.SetMeta(task.ID, "attempts", strconv.Itoa(d.attempts)); err != nil {
-				return err
+		if st, took := c.plan.personal(task.ID); took {
+			if st != mdstate.Done {
+				s.Done = done
 			}
+			kept = personKeptNote(st, a.Outcome, c.opts.Now())
+			return e.AddMeta(task.ID, "note", kept)
 		}
-		if d.note != "" {
-			return e.AddMeta(task.ID, "note", d.note)
-		}
-		return nil
+		return writeOutcome(e, task, d)
 	})
 	if err != nil {
 		*s = before
+		return err
 	}
-	return err
+	if kept != "" {
+		// The person has decided: no retry, no wait, no abort.
+		c.pace.again, c.pace.retry, c.pace.abort, c.pace.wait = false, "", "", 0
+		c.session.WaitUntil = time.Time{}
+		d.note = strings.TrimSuffix(strings.TrimSpace(kept+"; "+d.note), ";")
+		return nil
+	}
+	c.own.marked(task.ID, mdstate.InProgress, d.status)
+	return nil
+}
+
+// writeOutcome has e write an iteration's decision under its task.
+func writeOutcome(e *mdstate.ChecklistEdit, task *mdstate.Item, d *decision) error {
+	if err := e.SetStatus(task.ID, d.status); err != nil {
+		return err
+	}
+	if d.attempts != task.Attempts {
+		if err := e.SetMeta(task.ID, "attempts", strconv.Itoa(d.attempts)); err != nil {
+			return err
+		}
+	}
+	if d.note != "" {
+		return e.AddMeta(task.ID, "note", d.note)
+	}
+	return nil
+}
+
+// personKeptNote is ralph's view of a task whose status a person changed
+// while its agent worked: the person's status stays, this says what the
+// agent came to.
+func personKeptNote(st mdstate.Status, out IterationOutcome, now time.Time) string {
+	if out == OutcomeInterrupted {
+		return fmt.Sprintf("a person marked it %s at %s; ralph stopped its agent and kept their status", st, now.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("a person marked it %s while its agent worked; the agent's outcome was %s (%s); ralph kept their status", st, out, now.UTC().Format(time.RFC3339))
 }
 
 // prompt builds the child's prompt: the context block, the queued

@@ -58,14 +58,14 @@ func (c *Coordinator) keepReport(task string, rep AgentReport) error {
 // as one step: the report is kept, then the task's status and the
 // iteration's result are saved, then the learnings and to-dos are filed.
 // The progress entry, with the summary and decisions, follows (iterate).
-func (c *Coordinator) recordOutcome(task *mdstate.Item, a attempt, d decision) error {
+func (c *Coordinator) recordOutcome(task *mdstate.Item, a attempt, d *decision) error {
 	if err := c.keepReport(task.ID, a.Report); err != nil {
 		return err
 	}
 	if err := c.saveOutcome(task, a, d); err != nil {
 		return err
 	}
-	return fileReport(c.p, a.Report, c.emit)
+	return c.fileReport(a.Report)
 }
 
 // reportKeptFor returns the report kept for the iteration old was in, or
@@ -87,7 +87,7 @@ func reportKeptFor(root string, old *mdstate.Session) AgentReport {
 // the interrupted iteration old, and returns it for its progress entry.
 func (c *Coordinator) finishKeptReport(old *mdstate.Session) (AgentReport, error) {
 	rep := reportKeptFor(c.opts.Root, old)
-	return rep, fileReport(c.p, rep, c.emit)
+	return rep, c.fileReport(rep)
 }
 
 // dropKeptReport removes the record once the progress entry is written.

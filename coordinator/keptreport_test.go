@@ -18,7 +18,7 @@ import (
 // start files the learning and the to-do and writes the entry with the
 // summary and decisions, each once.
 func TestReportFinishedOnRecovery(t *testing.T) {
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2), "AGENT.md": "# Agent\n\n## Learnings\n\n- Old one.\n"})
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2), "AGENT.md": "# Agent\n\n## Learnings\n\n- Old one.\n", "RALPH_TODO.md": mdstate.Templates[mdstate.TodoFile]})
 	agentMD := filepath.Join(dir, mdstate.AgentFile)
 	fa := &fakeAgent{
 		before: func(n int) {
@@ -114,11 +114,11 @@ func TestReportKeptForOtherIteration(t *testing.T) {
 
 // Filing the same report twice adds nothing the second time.
 func TestFileReportTwice(t *testing.T) {
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1), "RALPH_TODO.md": mdstate.Templates[mdstate.TodoFile]})
 	p := mdstate.Open(dir)
 	rep := AgentReport{Learnings: []string{"One.", "Two."}, Todos: []string{"Do this.", "do THIS.", "And that."}}
 	for range 2 {
-		if err := fileReport(p, rep, nil); err != nil {
+		if _, err := fileReport(p, rep, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

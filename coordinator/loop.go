@@ -2,8 +2,8 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -33,9 +33,15 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 // or starts a new one. It returns an outcome when there is nothing to do:
 // no session is opened then and nothing is written.
 func (c *Coordinator) open() (*Outcome, error) {
+	// A half-merged state file is never written, and its tasks are not
+	// run: the person resolves the conflict first.
+	if err := c.p.CheckConflicts(); err != nil {
+		return nil, err
+	}
 	if err := c.p.Recover(); err != nil {
 		return nil, err
 	}
+	c.tellRescued()
 	sweepOneShots(c.opts.Root, func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) })
 	resumed, err := c.resume()
 	if err != nil || resumed {
@@ -52,10 +58,11 @@ func (c *Coordinator) open() (*Outcome, error) {
 		}
 		return stop, nil
 	}
+	c.own.reset()
 	c.session = mdstate.Session{
 		ID: c.started.UTC().Format("20060102-150405"), Status: mdstate.SessionRunning, Phase: mdstate.PhaseStarting,
 		MaxIterations: c.opts.MaxIterations, Agent: c.opts.Agent.Name(), Model: c.opts.Model,
-		Started: c.started, Updated: c.started, PID: os.Getpid(),
+		Started: c.started, Updated: c.started,
 	}
 	if repo, err := gitctx.Open(c.opts.Root, proc.Runner{}); err == nil {
 		if h, err := repo.Head(); err == nil {
@@ -82,6 +89,9 @@ func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 		}
 		if paused, _ := c.pauseRequested(); paused {
 			return stop(StopPaused, "paused")
+		}
+		if err := c.catchUp(); err != nil {
+			return Outcome{TasksDone: done}, err
 		}
 		tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
 		if err != nil {
@@ -116,13 +126,15 @@ func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 		if r, detail := c.lowDisk(); r != "" {
 			return stop(r, detail)
 		}
+		before := c.session.Done
 		outcome, err := c.iterate(ctx, task)
+		if errors.Is(err, errNotReady) {
+			continue // a person changed the task since it was picked
+		}
 		if err != nil {
 			return Outcome{TasksDone: done}, err
 		}
-		if outcome == OutcomeDone {
-			done++
-		}
+		done += c.session.Done - before // not a task a person took meanwhile
 		c.afterIteration(ctx, outcome == OutcomeDone)
 		if c.pace.abort != "" {
 			return stop(StopFailed, c.pace.abort)
@@ -161,6 +173,9 @@ func (c *Coordinator) onlyTaskNext(ctx context.Context, outcome IterationOutcome
 // an ended session; an interrupt or a pause leaves the session paused; an
 // error leaves it running, as a crash would, for the next start to recover.
 func (c *Coordinator) finish(out Outcome, err error) (Outcome, error) {
+	if err == nil {
+		err = c.catchUp()
+	}
 	if err == nil && !out.Reason.pauses() {
 		err = c.end(out)
 	}
@@ -215,6 +230,8 @@ func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
 			return nil, &Outcome{Reason: StopNoneReady, Detail: fmt.Sprintf("no task %s in %s", id, mdstate.TasksFile)}
 		case t.Status == mdstate.Done:
 			return nil, &Outcome{Reason: StopAllDone, Detail: t.ID + " is already done"}
+		case c.own.takenBy(t.ID, t.Status):
+			return nil, &Outcome{Reason: StopNoneReady, Detail: fmt.Sprintf("a person marked %s %s while it ran; `ralph task reopen %s` runs it again", t.ID, t.Status, t.ID)}
 		}
 		return t, nil
 	}
@@ -252,11 +269,27 @@ func noneReady(tasks *mdstate.Checklist) *Outcome {
 }
 
 // saveSession writes the session block, with fn's task changes in the same
-// atomic write.
+// atomic write. Each write first compares the file with what ralph wrote
+// before (reconcileTasks): a status a person changed is theirs, and one an
+// older copy of the file replaced is written again. fn reads what that
+// found in c.plan.
 func (c *Coordinator) saveSession(fn func(e *mdstate.ChecklistEdit) error) error {
+	return c.saveTask("", fn)
+}
+
+// saveTask is saveSession for a write whose fn sets task id's status.
+func (c *Coordinator) saveTask(id string, fn func(e *mdstate.ChecklistEdit) error) error {
 	c.session.Updated = c.opts.Now()
-	after, err := c.p.UpdateChecklist(mdstate.TasksKind, func(e *mdstate.ChecklistEdit) error {
+	if c.own.session != nil && c.own.session.ID != c.session.ID {
+		c.own.reset() // another session's edits are not this one's
+	}
+	after, err := c.updateTasks(func(e *mdstate.ChecklistEdit) error {
 		c.brk.sawTasks(e.Checklist().Source())
+		plan, err := c.own.reconcileTasks(e, id)
+		if err != nil {
+			return err
+		}
+		c.plan = plan
 		if len(c.delivered) > 0 {
 			if err := e.DropGuidance(c.delivered); err != nil {
 				return err
@@ -275,6 +308,11 @@ func (c *Coordinator) saveSession(fn func(e *mdstate.ChecklistEdit) error) error
 	}
 	c.brk.wrote(after.Source())
 	c.delivered = nil
+	c.own.settle(c.plan)
+	c.own.wroteSession(c.session)
+	if len(c.plan.restored) > 0 {
+		c.emit(Event{Kind: EventNotice, Text: restoredNote(mdstate.TasksFile, c.plan.restored)})
+	}
 	c.saved(c.session)
 	c.emit(Event{Kind: EventStateWritten, File: mdstate.TasksFile})
 	return nil

@@ -91,7 +91,7 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 		}
 	}
 	// What the agent reported lands as in the loop.
-	if err := fileReport(p, a.Report, nil); err != nil {
+	if _, err := fileReport(p, a.Report, nil); err != nil {
 		return out, err
 	}
 	out.Learnings = append(out.Learnings, a.Report.Learnings...)

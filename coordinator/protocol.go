@@ -11,7 +11,11 @@ import (
 // (snarktank/ralph PR #31, frankbria/ralph-claude-code#183).
 const Protocol = `## How to report
 
-Work on the current task only. When it is done, end your final message with
+Work on the current task only. Leave ralph's state files to ralph: do not
+edit, reset, check out or stash AGENT.md, RALPH_GOALS.md, RALPH_TASKS.md,
+RALPH_PROGRESS.md or RALPH_TODO.md; report through the tags below instead.
+
+When the task is done, end your final message with
 
 <promise>COMPLETE</promise>
 

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -60,7 +59,8 @@ func (c *Coordinator) resume() (bool, error) {
 // continued is the session old, running again under this coordinator.
 func (c *Coordinator) continued(old *mdstate.Session) mdstate.Session {
 	s := *old
-	s.Status, s.Phase, s.Reason, s.PID, s.Line = mdstate.SessionRunning, mdstate.PhaseStarting, "", os.Getpid(), 0
+	// Runtime details live in .ralph/ (agentproc.go) and the lock, not here.
+	s.Status, s.Phase, s.Reason, s.PID, s.Line = mdstate.SessionRunning, mdstate.PhaseStarting, "", 0, 0
 	s.Child, s.ChildStart, s.Result = 0, 0, nil
 	if !s.WaitUntil.IsZero() {
 		c.pace.retry = s.Task // a limit stopped it: it goes first after the wait
@@ -97,13 +97,14 @@ func resumedText(old *mdstate.Session, interrupted bool) string {
 // counted once.
 func (c *Coordinator) recoverInterrupted(old *mdstate.Session, tasks *mdstate.Checklist) error {
 	killed := 0
-	if old.Child > 0 {
-		if ok, err := proc.KillGroupIfSame(old.Child, old.ChildStart); err != nil {
-			return fmt.Errorf("stop the interrupted session's agent (pid %d): %w", old.Child, err)
+	if pid, start := agentOf(c.opts.Root, old); pid > 0 {
+		if ok, err := proc.KillGroupIfSame(pid, start); err != nil {
+			return fmt.Errorf("stop the interrupted session's agent (pid %d): %w", pid, err)
 		} else if ok {
-			killed = old.Child
+			killed = pid
 		}
 	}
+	dropAgentRecord(c.opts.Root)
 	c.killSurvivors(old)
 	var task *mdstate.Item
 	if old.Task != "" {
@@ -119,7 +120,7 @@ func (c *Coordinator) recoverInterrupted(old *mdstate.Session, tasks *mdstate.Ch
 	}
 	// The entry before the session's write: a kill between the two
 	// writes it again, rather than not at all.
-	if err := c.p.AppendProgress(recoveredEntry(c.opts.Now(), old, killed)); err != nil {
+	if err := c.appendEntry(recoveredEntry(c.opts.Now(), old, killed)); err != nil {
 		return err
 	}
 	return c.saveSession(func(e *mdstate.ChecklistEdit) error {
@@ -222,18 +223,14 @@ func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklis
 	if err != nil {
 		return err
 	}
-	return c.p.AppendProgress(redactEntry(restoredEntry(c.opts.Now(), old, t, rep), c.opts.redactor()))
+	return c.appendEntry(redactEntry(restoredEntry(c.opts.Now(), old, t, rep), c.opts.redactor()))
 }
 
 // summarize records a session's end in the progress log.
 func (c *Coordinator) summarize(out Outcome) error {
 	s := &c.session
 	e := summaryEntry(c.opts.Now(), s, string(out.Reason), c.opts.Now().Sub(s.Started), out.Detail)
-	if err := c.p.AppendProgress(e); err != nil {
-		return err
-	}
-	c.emit(Event{Kind: EventStateWritten, File: mdstate.ProgressFile})
-	return nil
+	return c.appendEntry(e)
 }
 
 // finishEnded completes a session that was killed while it ended: its

@@ -88,6 +88,9 @@ func (a *Agent) insertPoint() (at int, ok bool) {
 // AddLearning returns AGENT.md with one more learning, checked by
 // re-parsing: one more item, with this text, and every other unchanged.
 func (a *Agent) AddLearning(text string) ([]byte, error) {
+	if ce := FindConflict(AgentFile, a.src.src); ce != nil {
+		return nil, ce // a half-merged file is never written
+	}
 	text = strings.TrimSpace(strings.ReplaceAll(CleanText(text), "\r\n", "\n"))
 	if text == "" {
 		return nil, errors.New("a learning needs some text")
@@ -182,9 +185,9 @@ func (a *Agent) headings() []string {
 }
 
 // LoadAgent reads AGENT.md; a missing file is an error wrapping
-// fs.ErrNotExist.
+// fs.ErrNotExist (after the save grace, if this Project saw it).
 func (p *Project) LoadAgent() (*Agent, error) {
-	s, _, err := readSource(p.Path(AgentFile), AgentFile)
+	s, _, err := p.readStateSource(AgentFile)
 	if err != nil {
 		return nil, err
 	}
@@ -192,50 +195,55 @@ func (p *Project) LoadAgent() (*Agent, error) {
 }
 
 // Learn adds a learning to AGENT.md, creating the file from its template
-// if it does not exist.
+// if it does not exist (and, if this Project saw it, stays missing for the
+// save grace: an editor's save is not a missing file). Like
+// UpdateChecklist, it is made again on a person's version saved meanwhile.
 func (p *Project) Learn(text string) error {
 	unlock, err := p.lockForWrite()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	path := p.Path(AgentFile)
-	for try := 0; ; try++ {
-		s, fi, err := readSource(path, AgentFile)
-		mode := fs.FileMode(0o644)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			s, _ = newSource(AgentFile, []byte(Templates[AgentFile]))
-		case err != nil:
-			return err
-		default:
-			if err := checkWritable(AgentFile, fi); err != nil {
+	learn := func(cur []byte) ([]byte, error) {
+		s, err := newSource(AgentFile, cur)
+		if err != nil {
+			return nil, err
+		}
+		return parseAgent(s).AddLearning(text)
+	}
+	// A file a person creates between ralph's look and its creation is
+	// read again; more than twice in a row is a loop, not a person.
+	for range 3 {
+		data, fi, err := p.readState(AgentFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			out, err := learn([]byte(Templates[AgentFile]))
+			if err != nil {
 				return err
 			}
-			mode = fi.Mode()
-		}
-		out, err := parseAgent(s).AddLearning(text)
-		if err != nil {
-			return err
-		}
-		var written fs.FileInfo
-		if fi == nil {
-			// Created, never replacing a file a person made meanwhile.
-			if written, err = writeDurable(path, out, mode, true); errors.Is(err, errExists) {
-				err = errChanged
+			// Created, never replacing a file a person made meanwhile:
+			// then the learning goes into theirs.
+			if created, err := p.createLocked(AgentFile, out); err != nil || created {
+				return err
 			}
-		} else {
-			written, err = writeIfUnchanged(path, s.src, out, mode)
-		}
-		if errors.Is(err, errChanged) && try < 3 {
 			continue
 		}
 		if err != nil {
-			return writeFailure(AgentFile, "cannot write", err)
+			return err
 		}
-		p.noteWrite(AgentFile, out, written)
-		return nil
+		if err := checkWritable(AgentFile, fi); err != nil {
+			return err
+		}
+		out, err := learn(data)
+		if err != nil {
+			return err
+		}
+		s := p.newSave(AgentFile, p.Path(AgentFile), fi.Mode(), learn)
+		if err := p.runSave(s, data, out); err != nil {
+			return err
+		}
+		return s.editErr
 	}
+	return &FileError{File: AgentFile, Msg: "kept appearing and disappearing while ralph added a learning", Hint: "run the command again"}
 }
 
 // normLines trims every line and drops blank ones: how a learning's text

@@ -1,7 +1,6 @@
 package mdstate
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -64,10 +63,15 @@ func (p *Project) RestoreFile(name string, data []byte, now time.Time) (string, 
 			return "", err
 		}
 	}
-	if now, err := os.ReadFile(p.Path(name)); exists && (err != nil || !bytes.Equal(now, cur)) {
-		return backup, &FileError{File: name, Msg: "changed while ralph was restoring it", Hint: "nothing was replaced; run the restore again"}
+	// Against the bytes backed up: a save in between stays, and the
+	// restore fails.
+	if err := p.replaceLocked(name, cur, exists, data); err != nil {
+		if errors.Is(err, errReplaced) {
+			err = &FileError{File: name, Msg: "changed while ralph was restoring it", Hint: "nothing was replaced; run the restore again", Err: errReplaced}
+		}
+		return backup, err
 	}
-	return backup, p.replaceLocked(name, data)
+	return backup, nil
 }
 
 // backupData writes data as a new backup of name.

@@ -136,12 +136,22 @@ type Checklist struct {
 
 	src *source
 	md  *parsed
-	// lastTop is the end of the last top-level list holding items: where
-	// new items are inserted. -1 when there is none.
+	// conflict is the file's merge conflict, if it has one: the file is
+	// read, with a warning, and never written.
+	conflict *ConflictError
+	// lastTopEnd is the end of the last top-level list holding items
+	// outside the Session and Guidance sections (the task list): where new
+	// items are inserted. -1 when there is none.
 	lastTopEnd     int
 	lastTopMarker  []byte // "- ", or ". " after a number for ordered lists; as wide as the last item's
 	lastTopOrdinal int    // next number of an ordered list; 0 for bullets
 	lastTopIndent  string
+	// quietAt is the start of the first Session or Guidance heading's
+	// line: where new items go when there is no task list. -1 when there
+	// is none.
+	quietAt int
+	// inQuiet is true while walk is in a Session or Guidance section.
+	inQuiet bool
 }
 
 // Source returns the bytes the checklist was parsed from.
@@ -258,7 +268,7 @@ func ParseChecklist(kind Kind, data []byte) (*Checklist, error) {
 }
 
 func parseChecklist(kind Kind, s *source) *Checklist {
-	c := &Checklist{Kind: kind, src: s, md: parseMarkdown(s), lastTopEnd: -1}
+	c := &Checklist{Kind: kind, src: s, md: parseMarkdown(s), lastTopEnd: -1, quietAt: -1}
 	// Every checkbox holds a '[': enough room, and no regrowing of a slice
 	// of large Items on a 1,000-task file.
 	c.Items = make([]Item, 0, bytes.Count(s.src, []byte{'['}))
@@ -266,6 +276,9 @@ func parseChecklist(kind Kind, s *source) *Checklist {
 	c.assignIDs()
 	if kind == TasksKind {
 		c.checkDeps()
+	}
+	if c.conflict = findConflict(c.md); c.conflict != nil {
+		c.Warnings = append(c.Warnings, c.conflict.warning())
 	}
 	return c
 }
@@ -275,12 +288,19 @@ func (c *Checklist) warn(line int, format string, args ...any) {
 }
 
 // walk visits lists in document order. Quotes are not entered: a task
-// quoted in a note is not a task. Code and HTML blocks are leaves.
+// quoted in a note is not a task. Code and HTML blocks are leaves. A
+// checkbox is a task wherever it stands, in the Session and Guidance
+// sections too (a person appends a task at the end of the file, below the
+// session); only the place for new ones skips those sections.
 func (c *Checklist) walk(n ast.Node, depth int, parent *ast.ListItem) {
 	for ch := n.FirstChild(); ch != nil; ch = ch.NextSibling() {
 		switch ch := ch.(type) {
 		case *ast.Blockquote:
 			continue
+		case *ast.Heading:
+			if n.Kind() == ast.KindDocument {
+				c.enterSection(ch)
+			}
 		case *ast.List:
 			topLevel := n.Kind() == ast.KindDocument
 			sawItem := false
@@ -296,13 +316,24 @@ func (c *Checklist) walk(n ast.Node, depth int, parent *ast.ListItem) {
 					c.walk(item, depth, parent)
 				}
 			}
-			if topLevel && sawItem {
+			if topLevel && sawItem && !c.inQuiet {
 				c.lastTopEnd = c.md.end(ch)
 				c.rememberMarker(ch)
 			}
 		default:
 			c.walk(ch, depth, parent)
 		}
+	}
+}
+
+// enterSection notes whether the top-level heading h starts a Session or
+// Guidance section, which runs to the next heading, as Session and
+// Guidance read them: new tasks never go there.
+func (c *Checklist) enterSection(h *ast.Heading) {
+	text := c.md.headingText(h)
+	c.inQuiet = strings.EqualFold(text, SessionHeading) || strings.EqualFold(text, GuidanceHeading)
+	if c.inQuiet && c.quietAt < 0 {
+		c.quietAt = max(c.src.lineStart(c.md.pos(h)), c.md.base)
 	}
 }
 

@@ -960,22 +960,6 @@ func checkInsertion(t *testing.T, what string, base, out []byte, lo, hi int) {
 	t.Errorf("%s inserted %q at %d (or up to %d), not whole lines within %d..%d", what, out[k:k+n], k, p, lo, hi)
 }
 
-func commonPrefix(a, b []byte) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
-func commonSuffix(a, b []byte) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
-		n++
-	}
-	return n
-}
-
 func lastMeta(it *Item, key string) int {
 	for j := len(it.Meta) - 1; j >= 0; j-- {
 		if it.Meta[j].Key == key {

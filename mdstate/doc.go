@@ -16,7 +16,10 @@
 //     one, the same on every read, written at the next write.
 //   - In RALPH_TASKS.md, the "## Session" section (the coordinator's
 //     record, Session) and the "## Guidance" section (queued messages for
-//     the agents, Guidance).
+//     the agents, Guidance). A checkbox in either is a task all the same (a
+//     person appends one at the end of the file, below the session), and
+//     SetSession leaves it where it is; new tasks (ChecklistEdit.Add) go to
+//     the task list, never into those sections.
 //   - In AGENT.md, every top-level list item as a learning.
 //   - The progress log is scanned, not parsed: entry headings ("## " at
 //     the start of a line, outside fences and HTML comments) are found in
@@ -30,8 +33,17 @@
 // file that is not text it may edit is a FileError naming the file, the
 // line and what to do: a NUL byte, invalid UTF-8, a line over MaxLineBytes,
 // a file over MaxFileBytes (the progress log excepted), a directory or
-// other non-regular file; for a write, a file without write permission
+// other non-regular file, a symlink that leads out of the project
+// (ErrOutsideProject; CheckInside checks a file before a write that does
+// not read it first); for a write, a file without write permission
 // ("hands off").
+//
+// A file with an unresolved git merge conflict (FindConflict: "<<<<<<<",
+// "=======", ">>>>>>>" lines outside code blocks) is read, with a warning,
+// and never written: an edit of it, or a learning added to AGENT.md, is a
+// ConflictError naming the file and the markers' lines. CheckConflicts
+// finds them in every state file but the progress log, which is scanned
+// and appended to, never parsed or rewritten.
 //
 // # Edits are byte splices, checked
 //
@@ -48,19 +60,34 @@
 // # Writes are atomic, durable, locked and known
 //
 //   - A file is replaced by writing a temporary file in the same folder,
-//     fsync, rename over the target, fsync the folder; it keeps its mode,
-//     and a symlink stays a link. A crash leaves the old file or the new
-//     one. A new file is linked into place, which never replaces one that
-//     appeared meanwhile (CreateFile, EnsureFile).
+//     fsync, swapping it with the target (renameat2 RENAME_EXCHANGE on
+//     Linux; elsewhere a rename over it), fsync the folder; it keeps its
+//     mode, and a symlink stays a link. A crash leaves the old file or the
+//     new one. A new file is linked into place, which never replaces one
+//     that appeared meanwhile (CreateFile, EnsureFile).
 //   - The progress log is only appended to, with one write after a
 //     write-ahead record in .ralph/progress.journal; the next write (or
 //     Recover) finishes an append a crash cut short, so an entry is in the
 //     log whole or not at all.
 //   - Every read-modify-write holds the state lock, an exclusive lock on
 //     .ralph/state.lock (flock on Unix, LockFileEx on Windows) that every
-//     ralph process takes and the system releases when a process dies. A person's editor does not take it, so
-//     a write checks that the file still holds the bytes it read, and if a
-//     person saved meanwhile it starts again from their version.
+//     ralph process takes and the system releases when a process dies.
+//   - A person's editor takes no lock, so a write knows what it replaced:
+//     the swap leaves the replaced file under the temporary name, and ralph
+//     reads it (and, before and after unlinking it, once more: an append
+//     into it lands there). If it is not what ralph's edit was made on, a
+//     person saved in between: the edit is made again on their version (or
+//     their change merged into ralph's), and swapped in again, up to 50
+//     times (then ChurnError, with the file left as the person saved it).
+//     A temporary file a crash leaves may be a person's version: Recover
+//     keeps one whose lines the file lacks in .ralph/backup (Rescued).
+//   - A missing or empty file is a moment, not a fact: a file a Project
+//     saw with bytes and now finds missing or empty (an editor's save:
+//     vim renames it away first, others truncate it) is read again until
+//     it is back, for up to SaveGrace (2 s). Nothing writes a template over
+//     a file that existed.
+//   - OnWrite (and OnWriteFrom) tells a watcher of every write ralph makes
+//     through the Project, under the state lock, with the new bytes.
 //   - Text is cleaned before it is written (CleanText): invalid UTF-8 and
 //     control characters become U+FFFD, so that what a caller hands over
 //     (an agent's report) never makes a file one ralph refuses to read.

@@ -225,7 +225,7 @@ func TestKilledWriterLeavesWholeFiles(t *testing.T) {
 	writeFile(t, filepath.Join(dir, ProgressFile), Templates[ProgressFile], 0o644)
 	p := Open(dir)
 	rng := rand.New(rand.NewPCG(1, 2))
-	kills := 0
+	kills, rescued := 0, 0
 	for round := range 30 {
 		var out bytes.Buffer
 		child, err := proc.Start(context.Background(), proc.Cmd{
@@ -260,7 +260,15 @@ func TestKilledWriterLeavesWholeFiles(t *testing.T) {
 		if left, _ := filepath.Glob(filepath.Join(dir, ".*.ralph-*")); len(left) > 0 {
 			t.Fatalf("round %d: temporary files left after recovery: %v", round, left)
 		}
+		// A kill between a swap and the unlink leaves the replaced
+		// version, which recovery keeps: it is one of the two, whole.
+		for _, r := range p.Rescued() {
+			if got := readFile(t, r.Backup); got != done && got != pending {
+				t.Fatalf("round %d: rescued %s is neither version:\n%q", round, r.Backup, got)
+			}
+			rescued++
+		}
 	}
 	lg, _ := p.ReadProgress(0)
-	t.Logf("%d writers killed; log holds %d whole entries", kills, lg.Entries)
+	t.Logf("%d writers killed; log holds %d whole entries; %d leftovers kept", kills, lg.Entries, rescued)
 }

@@ -279,8 +279,10 @@ func (c *Checklist) startsParagraph(off int) bool {
 // MetaKV is one metadata line for a new item.
 type MetaKV struct{ Key, Value string }
 
-// Add appends a new item at the end of the file's last top-level checklist
-// (or at the end of the file) and returns its ID.
+// Add appends a new item at the end of the task list (the file's last
+// top-level checklist outside the Session and Guidance sections) and
+// returns its ID. Without one it goes before those sections, or at the end
+// of the file when there are none: never into them.
 func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 	title = cleanLine(title)
 	if title == "" {
@@ -294,25 +296,16 @@ func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 	}
 	id := e.c.Kind.Prefix + strconv.Itoa(e.nextID)
 	s := e.c.src
-	at, marker, indent := e.c.lastTopEnd, e.c.lastTopMarker, e.c.lastTopIndent
+	at, inList := e.c.addAt()
+	marker, indent := e.c.lastTopMarker, e.c.lastTopIndent
+	if !inList {
+		marker, indent = []byte("- "), ""
+	}
 	var b bytes.Buffer
-	if at < 0 {
-		at, marker, indent = len(s.src), []byte("- "), ""
-	}
 	if e.adds == 0 { // separators, once per edit
-		if at > 0 && s.src[at-1] != '\n' {
-			b.WriteString(s.eol)
-		}
-		if e.c.lastTopEnd < 0 && at > 0 && !endsWithBlankLine(s.src) {
-			b.WriteString(s.eol)
-		}
-		// Text right after the list (possible after a code block) would
-		// become part of the last new item.
-		if !blankLine(s.src[at:s.lineEnd(at)]) {
-			e.trail = append(e.trail, Edit{Span: Span{at, at}, Text: []byte(s.eol)})
-		}
+		e.separate(&b, at, inList)
 	}
-	if e.c.lastTopOrdinal > 0 {
+	if inList && e.c.lastTopOrdinal > 0 {
 		marker = []byte(strconv.Itoa(e.c.lastTopOrdinal+e.adds) + string(marker))
 	}
 	b.WriteString(indent)
@@ -339,6 +332,42 @@ func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 	e.adds++
 	e.nextID++
 	return id, nil
+}
+
+// addAt returns where Add inserts new items: the end of the task list
+// (inList), else the start of the Session or Guidance section, else the
+// end of the file.
+func (c *Checklist) addAt() (at int, inList bool) {
+	switch {
+	case c.lastTopEnd >= 0:
+		return c.lastTopEnd, true
+	case c.quietAt >= 0:
+		return c.quietAt, false
+	}
+	return len(c.src.src), false
+}
+
+// separate writes what goes before the first new item at offset at: a
+// line ending for a last line without one and, for a new list, a blank
+// line after the text above. Text right after at gets a blank line too
+// (trail), or it would become part of the last new item: text after a list
+// (possible after a code block), the heading of a section.
+func (e *ChecklistEdit) separate(b *bytes.Buffer, at int, inList bool) {
+	s := e.c.src
+	if at > 0 && s.src[at-1] != '\n' {
+		b.WriteString(s.eol)
+	}
+	if !inList {
+		if at == len(s.src) && at > 0 && !endsWithBlankLine(s.src) {
+			b.WriteString(s.eol)
+		}
+		if at < len(s.src) && at > e.c.md.base && !blankLine(s.src[s.lineStart(at-1):at]) {
+			b.WriteString(s.eol)
+		}
+	}
+	if !blankLine(s.src[at:s.lineEnd(at)]) {
+		e.trail = append(e.trail, Edit{Span: Span{at, at}, Text: []byte(s.eol)})
+	}
 }
 
 // readMeta reads one metadata value as the parser does.
@@ -371,8 +400,12 @@ func endsWithBlankLine(b []byte) bool {
 func (e *ChecklistEdit) Changed() bool { return len(e.edits) > 0 || e.guidance.changed() }
 
 // Bytes splices the edits, re-parses the result and checks that every item
-// means what it should. It never returns bytes that fail that check.
+// means what it should. It never returns bytes that fail that check, nor
+// changed bytes of a file with a merge conflict: that is a *ConflictError.
 func (e *ChecklistEdit) Bytes() ([]byte, *Checklist, error) {
+	if e.c.conflict != nil && e.Changed() {
+		return nil, nil, e.c.conflict
+	}
 	out, after, err := e.bytes()
 	if err != nil && errors.Is(err, ErrVerify) {
 		// The usual reason a correct splice reads wrong: the file ends

@@ -122,6 +122,9 @@ func checkWarnings(t *testing.T, ws []Warning) {
 func FuzzIdentity(f *testing.F) {
 	addCorpusSeeds(f, func(data []byte) { f.Add(data, uint8(0)) })
 	f.Fuzz(func(t *testing.T, data []byte, kind uint8) {
+		if FindConflict("", data) != nil {
+			return // never written, by design: FuzzConflict
+		}
 		k := fuzzKinds[int(kind)%len(fuzzKinds)]
 		c, err := ParseChecklist(k, data)
 		if err != nil {
@@ -170,6 +173,9 @@ func FuzzStatusEdit(f *testing.F) {
 		}
 	})
 	f.Fuzz(func(t *testing.T, data []byte, idx uint16, st uint8) {
+		if FindConflict("", data) != nil {
+			return // never written, by design: FuzzConflict
+		}
 		k := TasksKind
 		if st >= 128 {
 			k = GoalsKind
@@ -231,6 +237,9 @@ func FuzzEdits(f *testing.F) {
 		}
 	})
 	f.Fuzz(func(t *testing.T, data []byte, idx uint16, op uint8) {
+		if FindConflict("", data) != nil {
+			return // never written, by design: FuzzConflict
+		}
 		refused := func(err error) {
 			t.Helper()
 			if !errors.Is(err, ErrVerify) || (strictVerify && !knownRefusal(data)) {
@@ -288,15 +297,13 @@ func FuzzEdits(f *testing.F) {
 				want = func(w []goldenItem) []goldenItem { w[i].Attempts = 9; return w }
 			}
 		case 2:
-			// At the end of the last top-level list with items, after
-			// the items before it (items nested in a later list that is
-			// not a checklist come after it), or at the end of the file.
+			// Where addAt says (the task list's end, else before the
+			// Session or Guidance section, else the end of the file),
+			// after the items before it (items nested in a later list
+			// that is not a checklist come after it).
 			var id string
 			id, err = e.Add("fuzzed item")
-			lo = bc.lastTopEnd
-			if lo < 0 {
-				lo = len(base)
-			}
+			lo, _ = bc.addAt()
 			hi = lo
 			pos := 0
 			for pos < len(bc.Items) && bc.Items[pos].BoxAt < lo {
@@ -357,6 +364,9 @@ func FuzzSetSession(f *testing.F) {
 	addCorpusSeeds(f, func(data []byte) { f.Add(data, uint8(0)) })
 	f.Add([]byte("## Session\n\n- status: running\n  a note\n- owner: ana\ntext\n"), uint8(1))
 	f.Fuzz(func(t *testing.T, data []byte, variant uint8) {
+		if FindConflict("", data) != nil {
+			return // never written, by design: FuzzConflict
+		}
 		c, err := ParseChecklist(TasksKind, data)
 		if err != nil {
 			return

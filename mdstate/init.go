@@ -71,7 +71,7 @@ func (p *Project) Init() (InitResult, error) {
 	if err := os.MkdirAll(filepath.Join(p.Root, RuntimeDir), 0o755); err != nil {
 		return res, fmt.Errorf("create %s: %w", RuntimeDir, err)
 	}
-	added, err := ignoreRuntimeDir(filepath.Join(p.Root, GitignoreFile))
+	added, err := p.ignoreRuntimeDir()
 	if err != nil {
 		return res, err
 	}
@@ -79,24 +79,52 @@ func (p *Project) Init() (InitResult, error) {
 	return res, nil
 }
 
-// ignoreRuntimeDir adds RuntimeDir to the .gitignore at path unless a line
-// already ignores it. The rest of the file is kept byte for byte, and so
-// are its line endings and mode. .gitignore is not a state file, so it is
-// written atomically but not through the Project's write record.
-func ignoreRuntimeDir(path string) (bool, error) {
+// ignoreRuntimeDir adds RuntimeDir to the project's .gitignore unless a
+// line already ignores it. The rest of the file is kept byte for byte, and
+// so are its line endings and mode. .gitignore is not a state file, so it
+// is not in the Project's write record, but it is saved as state files
+// are: a person's save meanwhile is kept, with the line added to it.
+func (p *Project) ignoreRuntimeDir() (bool, error) {
+	unlock, err := p.lockState()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	path := filepath.Join(p.Root, GitignoreFile)
 	data, err := os.ReadFile(path)
-	mode := fs.FileMode(0o644)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return false, fmt.Errorf("read %s: %w", GitignoreFile, err)
-	default:
-		if fi, err := os.Stat(path); err == nil {
-			mode = fi.Mode()
+	if errors.Is(err, fs.ErrNotExist) {
+		_, err = writeDurable(path, addIgnore(nil), 0o644, true)
+		if err == nil {
+			return true, nil
 		}
+		if !errors.Is(err, errExists) {
+			return false, fmt.Errorf("write %s: %w", GitignoreFile, err)
+		}
+		// Created a moment ago by someone else: add the line to theirs.
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", GitignoreFile, err)
 	}
 	if ignoresRuntimeDir(data) {
 		return false, nil
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode()
+	}
+	s := p.newSave(GitignoreFile, path, mode, func(cur []byte) ([]byte, error) { return addIgnore(cur), nil })
+	if err := s.run(data, addIgnore(data)); err != nil {
+		return false, fmt.Errorf("write %s: %w", GitignoreFile, err)
+	}
+	return true, nil
+}
+
+// addIgnore returns a .gitignore's bytes with RuntimeDir ignored, in its
+// line endings; unchanged when a line already ignores it.
+func addIgnore(data []byte) []byte {
+	if ignoresRuntimeDir(data) {
+		return data
 	}
 	eol := "\n"
 	if bytes.Contains(data, []byte("\r\n")) {
@@ -106,22 +134,7 @@ func ignoreRuntimeDir(path string) (bool, error) {
 	if len(out) > 0 && out[len(out)-1] != '\n' {
 		out = append(out, eol...)
 	}
-	out = append(out, gitignoreComment+eol+gitignoreLine+eol...)
-	// Against the bytes read: a person's save meanwhile is kept, and init
-	// says so rather than overwrite it.
-	exists := err == nil
-	if exists {
-		_, err = writeIfUnchanged(path, data, out, mode)
-	} else {
-		_, err = writeDurable(path, out, mode, true)
-	}
-	switch {
-	case errors.Is(err, errChanged) || errors.Is(err, errExists):
-		return false, fmt.Errorf("%s changed while ralph was adding %s to it; run `ralph init` again", GitignoreFile, gitignoreLine)
-	case err != nil:
-		return false, fmt.Errorf("write %s: %w", GitignoreFile, err)
-	}
-	return true, nil
+	return append(out, gitignoreComment+eol+gitignoreLine+eol...)
 }
 
 // ignoresRuntimeDir reports whether a line of a .gitignore ignores

@@ -37,9 +37,9 @@ func (p *Project) checkWritable(name string) error {
 	case err != nil:
 		return &FileError{File: name, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder", Err: err}
 	case fi.IsDir():
-		return &FileError{File: name, Msg: "is a directory, not a file", Hint: "ralph writes to it: move the folder out of the way (ralph creates the file)"}
+		return &FileError{File: name, Msg: "is a directory, not a file", Hint: "ralph writes to it: move the folder out of the way, then `ralph init` creates the file"}
 	case !fi.Mode().IsRegular():
-		return &FileError{File: name, Msg: "is not a regular file", Hint: "ralph writes to it: replace it with a markdown file, or remove it (ralph creates the file)"}
+		return &FileError{File: name, Msg: "is not a regular file", Hint: "ralph writes to it: replace it with a markdown file, or remove it and run `ralph init`"}
 	}
 	if err := checkWritable(name, fi); err != nil {
 		return err

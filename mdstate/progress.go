@@ -126,8 +126,12 @@ func trimFence(b []byte, c byte) []byte {
 // ReadProgress counts the entries of the progress log and parses the last
 // n of them. Only those n entries are parsed; the rest is scanned in
 // fixed-size blocks, so memory does not grow with the log. A missing file
-// is an empty log.
+// is an empty log (after the save grace, if this Project saw it with
+// entries: an editor may be saving it).
 func (p *Project) ReadProgress(n int) (*Log, error) {
+	if _, err := p.statState(ProgressFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, &FileError{File: ProgressFile, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the file's permissions"}
+	}
 	return readProgress(p.Root, n)
 }
 
@@ -549,8 +553,11 @@ func (p *Project) AppendProgress(e Entry) error {
 		return err
 	}
 	defer unlock()
+	if err := CheckInside(p.Root, ProgressFile); err != nil {
+		return err
+	}
 	path := p.Path(ProgressFile)
-	if fi, err := os.Stat(path); err == nil {
+	if fi, err := p.statState(ProgressFile); err == nil {
 		if fi.IsDir() {
 			return &FileError{File: ProgressFile, Msg: "is a directory, not a file", Hint: "move it out of the way, then run `ralph init` to create the file"}
 		}
@@ -601,9 +608,33 @@ func (p *Project) AppendProgress(e Entry) error {
 		return writeFailure(ProgressFile, "cannot append", err)
 	}
 	p.noteAppend(f, size+int64(len(text)))
+	p.saw(ProgressFile, size+int64(len(text)), nil)
+	probeAt(probeAppended)
+	if err := p.appendLanded(f); err != nil {
+		return err
+	}
 	_ = os.Remove(p.journalPath())
 	p.extendIndex(f, fi, text, lastN > 0 && last[1] != '\n')
+	p.wrote(ProgressFile, nil, nil)
 	return nil
+}
+
+// appendLanded checks that the file ralph appended to (f) is still the
+// log: an editor that saved the log by replacing it at that instant (vim
+// renames it to a backup first) would leave ralph's entry in the old file,
+// which it then deletes. If the log is another file now, the entry is
+// added to it unless it is there already (from the journal, as after a
+// crash).
+func (p *Project) appendLanded(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	now, err := p.statState(ProgressFile)
+	if err == nil && os.SameFile(fi, now) {
+		return nil
+	}
+	return p.recoverJournal()
 }
 
 // extendIndex brings the progress index up to date after an append of
@@ -684,6 +715,7 @@ func (p *Project) recoverJournal() error {
 			return err
 		}
 		p.noteAppend(f, off+int64(len(text)))
+		p.wrote(ProgressFile, nil, nil)
 	default:
 		// The file changed since (a person edited it). Unless the entry
 		// is there, add it at the end.
@@ -700,6 +732,7 @@ func (p *Project) recoverJournal() error {
 				return err
 			}
 			p.noteAppend(f, size+int64(len(text)))
+			p.wrote(ProgressFile, nil, nil)
 		}
 	}
 	return os.Remove(p.journalPath())

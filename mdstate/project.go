@@ -9,8 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
+	"time"
 )
 
 // The five state files, in the order ralph shows them.
@@ -63,6 +63,10 @@ func FindRoot(dir string) (root string, found bool) {
 // Project is the state of one project: its five files.
 type Project struct {
 	Root string
+	// SaveGrace is how long a state file this Project saw with bytes may
+	// be missing or empty before a read believes it (an editor's save);
+	// 0 means DefaultSaveGrace.
+	SaveGrace time.Duration
 
 	mu sync.Mutex
 	// parsed holds the last parse of each checklist ralph read or wrote.
@@ -73,6 +77,12 @@ type Project struct {
 	// own is what ralph's last write through this Project left in each
 	// file, so that a watcher can tell its own writes from a person's.
 	own map[string]ownWrite
+	// full says, per file, whether this Project last saw it with bytes
+	// (moment.go).
+	full    map[string]bool
+	hooks   []writeHook
+	hookSeq int
+	rescued []Rescue
 }
 
 // checklist parses data, or returns the parse of identical bytes.
@@ -110,9 +120,10 @@ func Open(root string) *Project {
 func (p *Project) Path(name string) string { return filepath.Join(p.Root, name) }
 
 // LoadChecklist reads and parses a checklist file. A missing file is an
-// error wrapping fs.ErrNotExist.
+// error wrapping fs.ErrNotExist; a file this Project saw with bytes is
+// missing or empty only if it stays so for the save grace (SaveGrace).
 func (p *Project) LoadChecklist(kind Kind) (*Checklist, error) {
-	data, _, err := readChecked(p.Path(kind.File), kind.File)
+	data, _, err := p.readState(kind.File)
 	if err != nil {
 		return nil, err
 	}
@@ -131,57 +142,90 @@ func (e *MissingError) Error() string {
 
 // UpdateChecklist reads a checklist, lets fn change it, and writes the
 // result durably. It holds ralph's state lock for the whole
-// read-modify-write, and if a person saved the file between ralph's read
-// and its write it starts again from their version, so neither is lost.
+// read-modify-write, and knows what its write replaced: if a person saved
+// the file after ralph's read, fn runs again on their version, which is
+// saved with ralph's change in it, so neither is lost (save.go). If fn
+// fails on their version (they deleted the task it changes), their
+// version stays and the error is returned with its checklist.
 func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*Checklist, error) {
 	// A missing file is advice to run init, before anything (.ralph/ with
 	// its lock) is created in a folder that may not be a project at all.
+	// (Lstat: a dangling link is refused by the read, with its reason.)
 	if _, err := os.Lstat(p.Path(kind.File)); errors.Is(err, fs.ErrNotExist) {
-		return nil, &MissingError{File: kind.File, Root: p.Root}
+		if _, err := p.statState(kind.File); errors.Is(err, fs.ErrNotExist) {
+			return nil, &MissingError{File: kind.File, Root: p.Root}
+		}
 	}
 	unlock, err := p.lockForWrite()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	path := p.Path(kind.File)
-	for try := 0; ; try++ {
-		data, fi, err := readChecked(path, kind.File)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &MissingError{File: kind.File, Root: p.Root}
-		}
-		if err != nil {
-			return nil, err
-		}
-		c, err := p.checklist(kind, data)
+	data, fi, err := p.readState(kind.File)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &MissingError{File: kind.File, Root: p.Root}
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := p.checklist(kind, data)
+	if err != nil {
+		return nil, err
+	}
+	edit := func(cur []byte) ([]byte, error) {
+		c, err := p.checklist(kind, cur)
 		if err != nil {
 			return nil, err
 		}
 		e := c.Edit()
-		if err := fn(e); err != nil {
-			return c, err
-		}
-		if !e.Changed() {
-			return c, nil
+		if err := fn(e); err != nil || !e.Changed() {
+			return cur, err
 		}
 		out, after, err := e.Bytes()
 		if err != nil {
-			return c, err
+			return nil, err
 		}
-		if err := checkWritable(kind.File, fi); err != nil {
-			return c, err
-		}
-		written, err := writeIfUnchanged(path, data, out, fi.Mode())
-		switch {
-		case errors.Is(err, errChanged) && try < 3:
-			continue
-		case err != nil:
-			return c, writeFailure(kind.File, "cannot write", err)
-		}
-		p.noteWrite(kind.File, out, written)
 		p.remember(after)
-		return after, nil
+		return out, nil
 	}
+	out, err := edit(data)
+	if err != nil || bytes.Equal(out, data) {
+		return c, err
+	}
+	if err := checkWritable(kind.File, fi); err != nil {
+		return c, err
+	}
+	s := p.newSave(kind.File, p.Path(kind.File), fi.Mode(), edit)
+	if err := p.runSave(s, data, out); err != nil {
+		return c, err
+	}
+	after, err := p.checklist(kind, s.final)
+	if err != nil {
+		return c, err
+	}
+	return after, s.editErr
+}
+
+// runSave runs s and records its result: the own-write record, the write
+// hooks, what the Project saw. A save that only put a person's version
+// back (fn failed on it) is not ralph's write.
+func (p *Project) runSave(s *save, base, want []byte) error {
+	err := s.run(base, want)
+	var churn *ChurnError
+	switch {
+	case errors.As(err, &churn):
+		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return &MissingError{File: s.name, Root: p.Root}
+	case err != nil:
+		return writeFailure(s.name, "cannot write", err)
+	}
+	p.saw(s.name, int64(len(s.final)), nil)
+	if s.ralphs() {
+		p.noteWrite(s.name, s.final, s.written)
+		p.wrote(s.name, s.base, s.final)
+	}
+	return nil
 }
 
 func checkWritable(name string, fi fs.FileInfo) error {
@@ -191,21 +235,6 @@ func checkWritable(name string, fi fs.FileInfo) error {
 		return &FileError{File: name, Msg: "is read-only", Hint: "make it writable (chmod u+w " + name + ") if ralph may change it"}
 	}
 	return nil
-}
-
-var errChanged = errors.New("file changed while ralph was editing it")
-
-// writeIfUnchanged replaces the file at path with data, unless its bytes
-// are no longer old. It returns what the new file is (writeDurable).
-func writeIfUnchanged(path string, old, data []byte, mode fs.FileMode) (fs.FileInfo, error) {
-	cur, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(cur, old) {
-		return nil, errChanged
-	}
-	return writeDurable(path, data, mode, false)
 }
 
 // WriteFileAtomic writes data to path so that a crash at any instant leaves
@@ -232,48 +261,61 @@ func writeDurable(path string, data []byte, perm fs.FileMode, create bool) (fs.F
 	if target, err := filepath.EvalSymlinks(path); err == nil {
 		path = target
 	}
+	tmp, fi, err := writeTemp(path, data, perm)
+	if err != nil {
+		return nil, err
+	}
+	if create {
+		err = linkNew(tmp, path)
+		_ = os.Remove(tmp)
+	} else if err = os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fi, syncDir(filepath.Dir(path))
+}
+
+// tempPrefix is how the temporary files of a save of the file named base
+// begin: hidden, and named after it, so that Recover finds them.
+func tempPrefix(base string) string { return "." + base + ".ralph-" }
+
+// writeTemp writes data durably to a new temporary file beside path, with
+// mode perm, and returns its name and info (its inode, size and mtime are
+// the target's once it is renamed or swapped in).
+func writeTemp(path string, data []byte, perm fs.FileMode) (tmp string, fi fs.FileInfo, err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".ralph-*")
+	f, err := os.CreateTemp(dir, tempPrefix(base)+"*")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	tmp := f.Name()
-	ok := false
+	tmp = f.Name()
 	defer func() {
-		if !ok {
+		if err != nil {
 			_ = f.Close()
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		return nil, err
+	if _, err = f.Write(data); err != nil {
+		return "", nil, err
 	}
-	if err := f.Chmod(perm.Perm()); err != nil {
-		return nil, err
+	if err = f.Chmod(perm.Perm()); err != nil {
+		return "", nil, err
 	}
-	if err := f.Sync(); err != nil {
-		return nil, err
+	if err = f.Sync(); err != nil {
+		return "", nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+	if fi, err = f.Stat(); err != nil {
+		return "", nil, err
 	}
-	if err := f.Close(); err != nil {
-		return nil, err
+	if err = f.Close(); err != nil {
+		return "", nil, err
 	}
-	if create {
-		if err := linkNew(tmp, path); err != nil {
-			return nil, err
-		}
-		_ = os.Remove(tmp)
-	} else if err := os.Rename(tmp, path); err != nil {
-		return nil, err
-	}
-	ok = true
-	return fi, syncDir(dir)
+	return tmp, fi, nil
 }
 
 // linkNew puts the file tmp at path unless something is there. A hard
@@ -309,8 +351,10 @@ func syncDir(dir string) error {
 }
 
 // Recover finishes what a crash interrupted: an append to the progress
-// log that the journal records, and temporary files of an atomic write
-// that never got renamed. ralph calls it on start; every write does too.
+// log that the journal records, and saves that left a temporary file: one
+// that holds what its state file holds, or nothing, is removed; any other
+// may be a person's version that a swap replaced, and is kept as a backup
+// (Rescued lists them). ralph calls it on start; every write does too.
 func (p *Project) Recover() error {
 	unlock, err := p.lockForWrite()
 	if err != nil {
@@ -323,18 +367,10 @@ func (p *Project) Recover() error {
 // recoverLocked is Recover for a caller that holds the state lock, so no
 // other ralph is mid-write and every temporary file is a crash's leftover.
 func (p *Project) recoverLocked() error {
-	// One read of the folder, not one glob per state file.
-	entries, _ := os.ReadDir(p.Root)
-	for _, e := range entries {
-		n := e.Name()
-		if !strings.HasPrefix(n, ".") || !strings.Contains(n, ".ralph-") {
-			continue
-		}
-		for _, name := range Files {
-			if strings.HasPrefix(n, "."+name+".ralph-") {
-				_ = os.Remove(filepath.Join(p.Root, n))
-			}
-		}
+	for _, l := range p.leftovers() {
+		// One that cannot be kept (a full disk) stays where it is, for
+		// the next write to try again; it stops no write.
+		_, _, _ = p.rescue(l.name, l.path, l.tmp)
 	}
 	return p.recoverJournal()
 }
@@ -389,6 +425,9 @@ func (p *Project) CreateFile(name string, data []byte) (created bool, err error)
 }
 
 func (p *Project) createLocked(name string, data []byte) (bool, error) {
+	if err := CheckInside(p.Root, name); err != nil {
+		return false, err
+	}
 	fi, err := writeDurable(p.Path(name), data, 0o644, true)
 	if errors.Is(err, errExists) {
 		return false, nil
@@ -396,7 +435,9 @@ func (p *Project) createLocked(name string, data []byte) (bool, error) {
 	if err != nil {
 		return false, writeFailure(name, "cannot create", err)
 	}
+	p.saw(name, int64(len(data)), nil)
 	p.noteWrite(name, data, fi)
+	p.wrote(name, nil, data)
 	return true, nil
 }
 
@@ -411,7 +452,9 @@ func (p *Project) EnsureFile(name string) (created bool, err error) {
 
 // ReplaceFile replaces a state file's bytes atomically and durably, keeping
 // its mode (restore). A missing file is created (mode 0644); a read-only
-// one is refused, as by every other write.
+// one is refused, as by every other write. If a person saves the file
+// while it is replaced, their version stays and ReplaceFile fails (run it
+// again).
 func (p *Project) ReplaceFile(name string, data []byte) error {
 	if err := checkName(name); err != nil {
 		return err
@@ -421,31 +464,61 @@ func (p *Project) ReplaceFile(name string, data []byte) error {
 		return err
 	}
 	defer unlock()
-	return p.replaceLocked(name, data)
+	// A file that cannot be read (a folder, say) existed: replaceLocked
+	// says what it is.
+	cur, err := os.ReadFile(p.Path(name))
+	return p.replaceLocked(name, cur, !errors.Is(err, fs.ErrNotExist), data)
 }
 
-// replaceLocked is ReplaceFile for a caller that holds the state lock.
-func (p *Project) replaceLocked(name string, data []byte) error {
+// errReplaced is a whole-file replacement's refusal of a version it did
+// not read: a person's save, which stays.
+var errReplaced = errors.New("changed while ralph was replacing it")
+
+// replaceLocked is ReplaceFile for a caller that holds the state lock and
+// has read the file: it held cur (existed false: it was missing). If the
+// file holds anything else, it is left as it is and the error says so.
+func (p *Project) replaceLocked(name string, cur []byte, existed bool, data []byte) error {
+	if err := CheckInside(p.Root, name); err != nil {
+		return err
+	}
 	path := p.Path(name)
-	mode := fs.FileMode(0o644)
-	switch fi, err := os.Stat(path); {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !existed:
+		if created, err := p.createLocked(name, data); err != nil || created {
+			return err
+		}
+		return replacedMeanwhile(name)
 	case errors.Is(err, fs.ErrNotExist):
+		return replacedMeanwhile(name)
 	case err != nil:
 		return &FileError{File: name, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the permissions of the file and its folder"}
 	case fi.IsDir():
 		return &FileError{File: name, Msg: "is a directory, not a file", Hint: "move it out of the way first"}
-	default:
-		if err := checkWritable(name, fi); err != nil {
-			return err
+	case !existed:
+		return replacedMeanwhile(name)
+	}
+	if err := checkWritable(name, fi); err != nil {
+		return err
+	}
+	s := p.newSave(name, path, fi.Mode(), func(now []byte) ([]byte, error) {
+		if !bytes.Equal(now, cur) {
+			return nil, errReplaced
 		}
-		mode = fi.Mode()
+		return data, nil
+	})
+	s.force = true // the same bytes are written too: a restore is ralph's write
+	if err := p.runSave(s, cur, data); err != nil {
+		return err
 	}
-	written, err := writeDurable(path, data, mode, false)
-	if err != nil {
-		return writeFailure(name, "cannot write", err)
+	if s.editErr != nil {
+		return replacedMeanwhile(name)
 	}
-	p.noteWrite(name, data, written)
 	return nil
+}
+
+func replacedMeanwhile(name string) error {
+	return &FileError{File: name, Msg: "changed while ralph was replacing it", Hint: "nothing was replaced; run the command again", Err: errReplaced}
 }
 
 // ownWrite is what ralph's last write of one file left there: the file

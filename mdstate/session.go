@@ -513,6 +513,13 @@ func (c *Checklist) sessionItem(li ast.Node) (key string, at int, ok bool) {
 	return strings.ToLower(string(line[:ke])), at, true
 }
 
+// sessionLine is one of ralph's own items in the session list, as read.
+type sessionLine struct {
+	key            string
+	start, at, end int  // line start, key start, end of its content
+	first, stays   bool // the list's first item; the item of its key ralph keeps
+}
+
 // sessionEdits writes s into list l in place, touching only ralph's own
 // items: each is rewritten on its line (marker and indentation kept), and
 // a new one goes before the next of ralph's items in ralph's order, or
@@ -520,88 +527,119 @@ func (c *Checklist) sessionItem(li ast.Node) (key string, at int, ok bool) {
 // loses its line; when that could change how what follows reads (text
 // under it, or the list's first line), the line stays with its value
 // emptied ("- child:"), which reads as unset. Everything else, a person's
-// items, notes, blank lines and layout, keeps its bytes.
+// items (tasks among them), notes, blank lines and layout, keeps its
+// bytes.
 func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
-	src := e.c.src
 	want := s.fields()
-	order := map[string]int{}
-	for i, f := range want {
-		order[f.Key] = i
-	}
-	type item struct {
-		key            string
-		start, at, end int  // line start, key start, end of its content
-		first, stays   bool // the list's first item; the item of its key ralph keeps
-	}
-	var all []item
-	last := map[string]int{} // key → index in all of its last readable item
-	prefix := ""
+	lines := e.sessionLines(l)
+	kept := keepSessionLines(lines, want)
+	ins := e.insertSessionLines(l, want, kept, e.sessionPrefix(l, lines))
+	// Insertions first: splice keeps the order of edits that start at the
+	// same place, and one may start where a dropped line does.
+	return append(ins, e.rewriteSessionLines(lines, want, len(kept) == 0)...)
+}
+
+// sessionLines reads ralph's own items in l, in file order. A line with
+// one of ralph's keys but a value ralph cannot read is a person's
+// (Session warns about it): it is not among them, and stays.
+func (e *ChecklistEdit) sessionLines(l *ast.List) []sessionLine {
+	src := e.c.src
+	var out []sessionLine
 	for li := l.FirstChild(); li != nil; li = li.NextSibling() {
 		key, at, ok := e.c.sessionItem(li)
 		if !ok || !sessionKeys[key] {
 			continue
 		}
-		// A value ralph cannot read is a person's line (Session warns
-		// about it): it stays.
 		line := src.src[at:src.contentEnd(at)]
 		if _, vs, ve, _ := splitKeyValue(line); (&Session{}).set(key, string(line[vs:ve])) != nil {
 			continue
 		}
 		start := src.lineStart(at)
-		if prefix == "" {
-			prefix = string(src.src[start:at])
-		}
-		it := item{key: key, start: start, at: at, first: li == l.FirstChild()}
+		sl := sessionLine{key: key, start: start, at: at, first: li == l.FirstChild()}
 		if n := li.NextSibling(); n != nil {
-			it.end = max(e.backOverBlank(src.lineStart(e.c.md.pos(n))), src.lineEnd(start))
+			sl.end = max(e.backOverBlank(src.lineStart(e.c.md.pos(n))), src.lineEnd(start))
 		} else {
-			it.end = e.listEnd(l)
+			sl.end = e.listEnd(l)
 		}
-		last[key] = len(all)
-		all = append(all, it)
+		out = append(out, sl)
 	}
-	if prefix == "" {
-		prefix = "- "
-		if fc := l.FirstChild(); fc != nil && fc.FirstChild() != nil {
-			if at := e.c.md.pos(fc.FirstChild()); src.lineStart(at) == src.lineStart(e.c.md.pos(fc)) {
-				prefix = string(src.src[src.lineStart(at):at])
-			}
-		}
+	return out
+}
+
+// sessionPrefix is what a new item of ralph's starts with: the
+// indentation and marker of ralph's first item, else of the list's first
+// item, else "- ".
+func (e *ChecklistEdit) sessionPrefix(l *ast.List, lines []sessionLine) string {
+	src := e.c.src
+	if len(lines) > 0 {
+		return string(src.src[lines[0].start:lines[0].at])
 	}
-	found := map[string]item{}
-	var kept []item // ralph's items that stay, in file order
-	for i := range all {
-		if _, wanted := order[all[i].key]; wanted && last[all[i].key] == i {
-			all[i].stays = true
-			found[all[i].key] = all[i]
-			kept = append(kept, all[i])
+	if fc := l.FirstChild(); fc != nil && fc.FirstChild() != nil {
+		if at := e.c.md.pos(fc.FirstChild()); src.lineStart(at) == src.lineStart(e.c.md.pos(fc)) {
+			return string(src.src[src.lineStart(at):at])
 		}
 	}
-	// With none of ralph's items staying, the new ones go at the list's
-	// start, and take over its first line.
-	atStart := len(kept) == 0
+	return "- "
+}
+
+// keepSessionLines marks the lines ralph keeps, the last of each key it
+// still writes, and returns them by key and in file order.
+func keepSessionLines(lines []sessionLine, want []Field) []sessionLine {
+	wanted := map[string]bool{}
+	for _, f := range want {
+		wanted[f.Key] = true
+	}
+	last := map[string]int{}
+	for i, sl := range lines {
+		last[sl.key] = i
+	}
+	var kept []sessionLine
+	for i := range lines {
+		if wanted[lines[i].key] && last[lines[i].key] == i {
+			lines[i].stays = true
+			kept = append(kept, lines[i])
+		}
+	}
+	return kept
+}
+
+// rewriteSessionLines rewrites the value of each line ralph keeps, and
+// drops the others: a line whose removal would change how what follows
+// reads (something under it; the list's first line, unless ralph's new
+// items take it over at the list's start) is emptied instead.
+func (e *ChecklistEdit) rewriteSessionLines(lines []sessionLine, want []Field, atStart bool) []Edit {
+	src := e.c.src
+	value := map[string]string{}
+	for _, f := range want {
+		value[f.Key] = f.Value
+	}
 	var edits []Edit
-	for _, it := range all {
-		if it.stays {
-			v := want[order[it.key]]
-			end := src.contentEnd(it.at)
-			if text := v.Key + ": " + v.Value; string(src.src[it.at:end]) != text {
-				edits = append(edits, Edit{Span: Span{it.at, end}, Text: []byte(text)})
-			}
+	for _, sl := range lines {
+		end := src.contentEnd(sl.at)
+		text := sl.key + ":"
+		switch {
+		case sl.stays:
+			text += " " + value[sl.key]
+		case !(sl.first && !atStart) && sl.end <= src.lineEnd(sl.start):
+			edits = append(edits, Edit{Span: Span{sl.start, src.lineEnd(sl.start)}})
 			continue
 		}
-		if (it.first && !atStart) || it.end > src.lineEnd(it.start) {
-			// Its line holds something up: emptied, not removed.
-			if end := src.contentEnd(it.at); string(src.src[it.at:end]) != it.key+":" {
-				edits = append(edits, Edit{Span: Span{it.at, end}, Text: []byte(it.key + ":")})
-			}
-			continue
+		if string(src.src[sl.at:end]) != text {
+			edits = append(edits, Edit{Span: Span{sl.at, end}, Text: []byte(text)})
 		}
-		edits = append(edits, Edit{Span: Span{it.start, src.lineEnd(it.start)}})
 	}
-	// Insert the missing ones: before the next of ralph's items that is
-	// there, else after the last one's whole item, else at the list's
-	// start.
+	return edits
+}
+
+// insertSessionLines adds the items ralph writes that l lacks: each
+// before the next of ralph's items that is there, else after the last
+// one's whole item, else at the list's start.
+func (e *ChecklistEdit) insertSessionLines(l *ast.List, want []Field, kept []sessionLine, prefix string) []Edit {
+	src := e.c.src
+	found := map[string]sessionLine{}
+	for _, sl := range kept {
+		found[sl.key] = sl
+	}
 	inserts := map[int][]byte{}
 	var at []int
 	for i, f := range want {
@@ -610,8 +648,8 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 		}
 		pos := -1
 		for _, g := range want[i+1:] {
-			if it, ok := found[g.Key]; ok {
-				pos = it.start
+			if sl, ok := found[g.Key]; ok {
+				pos = sl.start
 				break
 			}
 		}
@@ -626,21 +664,26 @@ func (e *ChecklistEdit) sessionEdits(l *ast.List, s *Session) []Edit {
 		}
 		inserts[pos] = append(inserts[pos], prefix+f.Key+": "+f.Value+src.eol...)
 	}
-	// Insertions first: splice keeps the order of edits that start at the
-	// same place, and one may start where a dropped line does.
-	var ins []Edit
+	var edits []Edit
 	for _, pos := range at {
-		text := inserts[pos]
-		if pos == len(src.src) && pos > 0 && src.src[pos-1] != '\n' {
-			// After a last line without a line ending, which stays so.
-			text = append([]byte(src.eol), bytes.TrimSuffix(text, []byte(src.eol))...)
-		} else if pos < len(src.src) && len(bytes.TrimSpace(src.src[pos:src.lineEnd(pos)])) > 0 && !e.startsItem(l, pos) {
-			// Text right below would run on into the new last item.
-			text = append(text, src.eol...)
-		}
-		ins = append(ins, Edit{Span: Span{pos, pos}, Text: text})
+		edits = append(edits, Edit{Span: Span{pos, pos}, Text: e.separateSessionLines(l, pos, inserts[pos])})
 	}
-	return append(ins, edits...)
+	return edits
+}
+
+// separateSessionLines fits new lines inserted at pos to what is around
+// them: after a last line without a line ending, which stays so, the
+// line ending goes first; before text that does not start an item of the
+// list, a blank line keeps it from running on into the new last item.
+func (e *ChecklistEdit) separateSessionLines(l *ast.List, pos int, text []byte) []byte {
+	src := e.c.src
+	switch {
+	case pos == len(src.src) && pos > 0 && src.src[pos-1] != '\n':
+		return append([]byte(src.eol), bytes.TrimSuffix(text, []byte(src.eol))...)
+	case pos < len(src.src) && len(bytes.TrimSpace(src.src[pos:src.lineEnd(pos)])) > 0 && !e.startsItem(l, pos):
+		return append(text, src.eol...)
+	}
+	return text
 }
 
 // startsItem reports whether an item of l starts at offset pos.

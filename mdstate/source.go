@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"unicode/utf8"
 )
 
@@ -85,8 +86,11 @@ func readSource(path, name string) (*source, fs.FileInfo, error) {
 }
 
 // readChecked reads a state file after checking that it is a regular file
-// of a size ralph reads.
+// of a size ralph reads, in the project (checkInside).
 func readChecked(path, name string) ([]byte, fs.FileInfo, error) {
+	if err := checkInside(path, name); err != nil {
+		return nil, nil, err
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -104,10 +108,107 @@ func readChecked(path, name string) ([]byte, fs.FileInfo, error) {
 		return nil, nil, &FileError{File: name, Msg: fmt.Sprintf("is %s, larger than the %s ralph reads", humanBytes(fi.Size()), humanBytes(MaxFileBytes)), Hint: "move old content elsewhere"}
 	}
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) { // gone since the stat: an editor's save
+		return nil, nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	}
 	if err != nil {
 		return nil, nil, &FileError{File: name, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the file's permissions"}
 	}
 	return data, fi, nil
+}
+
+// ErrOutsideProject is the condition of a FileError for a state file that
+// is a symlink to a file outside the project.
+var ErrOutsideProject = errors.New("state file outside the project")
+
+// CheckInside checks that the state file name in the project root root
+// stays in the project: nil for a missing file, a regular file, or a
+// symlink whose target (through every link, and for a dangling link where
+// a write would create the file) is inside root as its real path reads; a
+// FileError wrapping ErrOutsideProject for a link that leads out. A
+// cloned repository could otherwise aim RALPH_PROGRESS.md at any file of
+// the user's, and ralph would append to it. Every read of a state file
+// checks it; a write that does not read first (an append, a new file)
+// calls it.
+func CheckInside(root, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	return checkInside(filepath.Join(root, name), name)
+}
+
+// checkInside is CheckInside for the file at path, whose folder is the
+// project root.
+func checkInside(path, name string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return nil // missing, or not a link: the read or write says more
+	}
+	path, err = filepath.Abs(path)
+	if err != nil {
+		return &FileError{File: name, Msg: "cannot be located: " + err.Error(), Hint: "run ralph from the project's folder"}
+	}
+	target, err := resolveLink(path)
+	if err != nil {
+		return &FileError{File: name, Msg: "is a symlink ralph cannot follow: " + unwrapPathErr(err), Hint: "replace the link with the file it should be"}
+	}
+	root := realPath(filepath.Dir(path))
+	if rel, err := filepath.Rel(root, target); err != nil || !filepath.IsLocal(rel) {
+		return &FileError{File: name, Msg: "is a symlink to " + target + ", outside the project",
+			Hint: "ralph only follows links that stay inside the project; replace the link with a copy of the file if ralph should use it",
+			Err:  ErrOutsideProject}
+	}
+	return nil
+}
+
+// maxLinks is how many links resolveLink follows before it calls a chain
+// a loop, as the kernel does (Linux allows 40).
+const maxLinks = 40
+
+// resolveLink returns the real path a symlink leads to, through every
+// link. A dangling link leads where a write through it would create the
+// file: its last target, in its folder's real path.
+func resolveLink(path string) (string, error) {
+	target, err := filepath.EvalSymlinks(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return target, err
+	}
+	for range maxLinks {
+		fi, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Mode()&fs.ModeSymlink == 0) {
+			return realPath(path), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		dest, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(path), dest)
+		}
+		path = dest
+	}
+	return "", errors.New("too many levels of symbolic links")
+}
+
+// realPath returns the absolute path p with every link in it resolved, as
+// far as it exists: the missing rest is joined as written.
+func realPath(p string) string {
+	var rest []string
+	for q := filepath.Clean(p); ; q = filepath.Dir(q) {
+		if r, err := filepath.EvalSymlinks(q); err == nil {
+			for i := len(rest) - 1; i >= 0; i-- {
+				r = filepath.Join(r, rest[i])
+			}
+			return r
+		}
+		if filepath.Dir(q) == q {
+			return filepath.Clean(p)
+		}
+		rest = append(rest, filepath.Base(q))
+	}
 }
 
 // newSource checks data and indexes its lines.

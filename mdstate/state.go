@@ -3,7 +3,6 @@ package mdstate
 import (
 	"errors"
 	"io/fs"
-	"os"
 )
 
 // FileInfo says whether a state file exists and how large it is.
@@ -29,7 +28,7 @@ type State struct {
 func (p *Project) Load(recent int) (*State, error) {
 	st := &State{Root: p.Root, Files: map[string]FileInfo{}}
 	for _, name := range Files {
-		fi, err := os.Stat(p.Path(name))
+		fi, err := p.statState(name) // an editor's save is not a missing file
 		switch {
 		case err == nil:
 			st.Files[name] = FileInfo{Exists: true, Bytes: fi.Size()}

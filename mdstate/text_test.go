@@ -88,7 +88,7 @@ func TestCheckWritable(t *testing.T) {
 	for _, want := range []string{
 		"AGENT.md: is read-only; make it writable (chmod u+w AGENT.md) if ralph may change it",
 		"RALPH_GOALS.md:3: is not valid UTF-8 (byte 0xff)",
-		"RALPH_TODO.md: is a directory, not a file; ralph writes to it: move the folder out of the way (ralph creates the file)",
+		"RALPH_TODO.md: is a directory, not a file; ralph writes to it: move the folder out of the way, then `ralph init` creates the file",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q\ndoes not say %q", err, want)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
@@ -198,10 +199,8 @@ func TestRealClaudeCrashResume(t *testing.T) {
 			p.Wait(5 * time.Second)
 			t.Fatalf("the CLI never reached the API; ralph's stderr:\n%s", err1.Bytes())
 		}
-		if cl, err := mdstate.Open(project).LoadChecklist(mdstate.TasksKind); err == nil {
-			if s, _ := cl.Session(); s != nil {
-				child = s.Child
-			}
+		if rec, ok := coordinator.RunningAgent(project); ok {
+			child = rec.PID
 		}
 	}
 	if err := p.Signal(syscall.SIGKILL); err != nil {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 	"github.com/ralph-dev/ralph/mdstate"
@@ -454,7 +455,8 @@ func crashCheckKill(t *testing.T, bin string, env []string, dir string, st *cras
 	if len(log.Recent) != log.Entries {
 		t.Errorf("%s: read %d of %d entries", mdstate.ProgressFile, len(log.Recent), log.Entries)
 	}
-	st.phases[crashPhase(sess, log)]++
+	_, recorded := coordinator.RunningAgent(dir)
+	st.phases[crashPhase(sess, recorded, log)]++
 
 	// Every agent started so far is gone within a second (the
 	// parent-death signal), or a zombie.
@@ -558,12 +560,12 @@ func crashCheckHuman(t *testing.T, dir string, human []string, st *crashStats) {
 }
 
 // crashPhase names where ralph was when it was killed, from the session it
-// saved last and the progress log.
-func crashPhase(s *mdstate.Session, log *mdstate.Log) string {
+// saved last, whether it recorded its agent in .ralph/, and the progress log.
+func crashPhase(s *mdstate.Session, agentRecorded bool, log *mdstate.Log) string {
 	switch {
 	case s == nil:
 		return "before-session"
-	case s.Phase == "agent" && s.Child == 0:
+	case s.Phase == "agent" && !agentRecorded:
 		return "spawning"
 	case s.Phase == "agent":
 		return "agent-running"

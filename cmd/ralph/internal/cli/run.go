@@ -207,6 +207,7 @@ func (o *RunOptions) options(f *Factory) (coordinator.Options, error) {
 	opts.Now = f.nowFunc()
 	opts.Git = f.Env.Git
 	opts.Secrets, opts.Resources = f.Env.Secrets, o.Resources
+	opts.Watch = true // a person's edits show, and a task they take stops
 	return opts, nil
 }
 
@@ -345,6 +346,8 @@ func (d *runDisplay) show(ev coordinator.Event) {
 		fmt.Fprintf(w, "⏸ usage or rate limit: waiting until %s (Ctrl-C stops; `ralph run` goes on waiting)\n", ev.Until.Local().Format("15:04:05"))
 	case coordinator.EventNotice:
 		fmt.Fprintf(w, "  ! %s\n", ev.Text)
+	case coordinator.EventStateChanged:
+		fmt.Fprintf(w, "  ✎ %s\n", ev.Text)
 	case coordinator.EventTaskStarted:
 		d.task, d.tool, d.tokens, d.since, d.waitUntil = ev.Task, "", 0, time.Now(), time.Time{}
 		fmt.Fprintf(w, "▶ %s: %s (iteration %d)\n", ev.Task, ev.Title, ev.Iteration)

@@ -1,0 +1,67 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// The running agent's process ID is a runtime detail: it changes with
+// every iteration and tells a person nothing, so it is kept in
+// .ralph/agent.json, not in the Session section. Losing it loses nothing:
+// recovery also finds an interrupted session's processes by their mark
+// (killSurvivors).
+
+// AgentProcess is the agent process a session's iteration started.
+type AgentProcess struct {
+	Session   string `json:"session"`
+	Iteration int    `json:"iteration"`
+	Task      string `json:"task"`
+	PID       int    `json:"pid"` // the agent's process and group ID
+	// Start is the process's start time in clock ticks since boot, so
+	// that recovery stops that process and never one that reused its pid.
+	Start uint64 `json:"start,omitempty"`
+}
+
+func agentProcessPath(root string) string {
+	return filepath.Join(root, mdstate.RuntimeDir, "agent.json")
+}
+
+// RunningAgent returns the agent process the project's coordinator
+// recorded last, if any: the one at work now, or, when ralph was killed,
+// the one it left. ok is false when none is recorded.
+func RunningAgent(root string) (a AgentProcess, ok bool) {
+	data, err := os.ReadFile(agentProcessPath(root))
+	if err != nil || json.Unmarshal(data, &a) != nil || a.PID <= 0 {
+		return AgentProcess{}, false
+	}
+	return a, true
+}
+
+// recordAgent keeps a's record, replacing the last one.
+func recordAgent(root string, a AgentProcess) error {
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(root, mdstate.RuntimeDir), 0o755); err != nil {
+		return err
+	}
+	return mdstate.WriteFileAtomic(agentProcessPath(root), append(data, '\n'), 0o644)
+}
+
+// dropAgentRecord forgets the agent process once it is gone. One that
+// cannot be removed does no harm: recovery checks the process's start
+// time before it stops anything.
+func dropAgentRecord(root string) { _ = os.Remove(agentProcessPath(root)) }
+
+// agentOf returns the agent process session old's iteration left, from
+// the record, or from the Session section of a file an older ralph wrote.
+func agentOf(root string, old *mdstate.Session) (pid int, start uint64) {
+	if a, ok := RunningAgent(root); ok && a.Session == old.ID && a.Iteration == old.Iteration {
+		return a.PID, a.Start
+	}
+	return old.Child, old.ChildStart
+}

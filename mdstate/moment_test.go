@@ -1,0 +1,253 @@
+package mdstate
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// vimSave saves data as vim does, in the background: rename the file to
+// a backup, wait gap (the moment the file is missing), write the new file,
+// delete the backup. The returned channel closes when it is done.
+func vimSave(t *testing.T, path, data string, gap time.Duration) <-chan struct{} {
+	t.Helper()
+	if err := os.Rename(path, path+"~"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(gap)
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Error(err)
+		}
+		_ = os.Remove(path + "~")
+	}()
+	return done
+}
+
+// truncateSave saves data as editors that write in place do, in the
+// background: truncate, wait gap (the moment the file is empty), write.
+func truncateSave(t *testing.T, path, data string, gap time.Duration) <-chan struct{} {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer f.Close()
+		time.Sleep(gap)
+		if _, err := f.WriteString(data); err != nil {
+			t.Error(err)
+		}
+	}()
+	return done
+}
+
+// A file the Project saw with bytes, read while an editor saves it, reads
+// as the editor's new version: never missing, never empty. Every read
+// through the Project waits so.
+func TestReadWaitsOutASave(t *testing.T) {
+	const before = "# Tasks\n\n- [ ] T1: First\n"
+	const after = before + "- [ ] T2: Saved\n"
+	reads := []struct {
+		name string
+		file string
+		read func(p *Project) (string, error)
+	}{
+		{"LoadChecklist", TasksFile, func(p *Project) (string, error) {
+			c, err := p.LoadChecklist(TasksKind)
+			if err != nil {
+				return "", err
+			}
+			return string(c.Source()), nil
+		}},
+		{"UpdateChecklist", TasksFile, func(p *Project) (string, error) {
+			c, err := p.UpdateChecklist(TasksKind, func(e *ChecklistEdit) error { return nil })
+			if err != nil {
+				return "", err
+			}
+			return string(c.Source()), nil
+		}},
+		{"Load", TasksFile, func(p *Project) (string, error) {
+			st, err := p.Load(0)
+			if err != nil {
+				return "", err
+			}
+			if !st.Files[TasksFile].Exists || st.Tasks == nil {
+				return "", errors.New("Load says the file is missing")
+			}
+			return string(st.Tasks.Source()), nil
+		}},
+		{"LoadAgent", AgentFile, func(p *Project) (string, error) {
+			a, err := p.LoadAgent()
+			if err != nil {
+				return "", err
+			}
+			return string(a.src.src), nil
+		}},
+		{"ReadProgress", ProgressFile, func(p *Project) (string, error) {
+			lg, err := p.ReadProgress(0)
+			if err != nil {
+				return "", err
+			}
+			return strings.Repeat("x", int(lg.Size)), nil
+		}},
+	}
+	for _, style := range []string{"vim", "truncate"} {
+		for _, r := range reads {
+			t.Run(style+"/"+r.name, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, r.file)
+				writeFile(t, path, before, 0o644)
+				p := Open(dir)
+				if _, err := r.read(p); err != nil { // the Project sees it
+					t.Fatal(err)
+				}
+				var done <-chan struct{}
+				if style == "vim" {
+					done = vimSave(t, path, after, 100*time.Millisecond)
+				} else {
+					done = truncateSave(t, path, after, 100*time.Millisecond)
+				}
+				got, err := r.read(p)
+				<-done
+				if err != nil {
+					t.Fatalf("read during the save: %v", err)
+				}
+				if r.file == ProgressFile {
+					if len(got) != len(after) {
+						t.Fatalf("read %d bytes of the log, want %d", len(got), len(after))
+					}
+				} else if got != after {
+					t.Fatalf("read %q, want the saved %q", got, after)
+				}
+			})
+		}
+	}
+}
+
+// Only a file that stays missing is missing, and only one that stays
+// empty is empty: after the grace, and then without waiting again. A file
+// the Project never saw with bytes is not waited for.
+func TestMissingAfterTheGrace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, TasksFile)
+	p := Open(dir)
+	p.SaveGrace = 200 * time.Millisecond
+	timed := func(step string, wantWait bool, wantErr error) {
+		t.Helper()
+		start := time.Now()
+		_, err := p.LoadChecklist(TasksKind)
+		took := time.Since(start)
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("%s: err = %v, want %v", step, err, wantErr)
+		}
+		if waited := took >= p.SaveGrace; waited != wantWait {
+			t.Fatalf("%s: took %v; want a wait of the grace (%v): %v", step, took, p.SaveGrace, wantWait)
+		}
+	}
+	timed("never seen", false, fs.ErrNotExist)
+	writeFile(t, path, "# Tasks\n", 0o644)
+	timed("seen", false, nil)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	timed("deleted", true, fs.ErrNotExist)
+	timed("deleted, known", false, fs.ErrNotExist)
+	writeFile(t, path, "# Tasks\n", 0o644)
+	timed("back", false, nil)
+	writeFile(t, path, "", 0o644)
+	timed("emptied", true, nil)
+	timed("emptied, known", false, nil)
+	if _, err := p.UpdateChecklist(TasksKind, func(e *ChecklistEdit) error { _, err := e.Add("x"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := p.UpdateChecklist(TasksKind, func(e *ChecklistEdit) error { return nil })
+	var missing *MissingError
+	if !errors.As(err, &missing) || time.Since(start) < p.SaveGrace {
+		t.Fatalf("UpdateChecklist of a file deleted after ralph wrote it: %v after %v; want MissingError after the grace", err, time.Since(start))
+	}
+}
+
+// Nothing writes a template over a file that is only in the middle of a
+// save: Learn and AppendProgress, which create their file when it is
+// missing, wait for it, and add to the person's version.
+func TestNoTemplateOverASave(t *testing.T) {
+	t.Run("Learn", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, AgentFile)
+		writeFile(t, path, "# Agent\n\n## Learnings\n\n- One.\n", 0o644)
+		p := Open(dir)
+		if _, err := p.LoadAgent(); err != nil {
+			t.Fatal(err)
+		}
+		done := vimSave(t, path, "# Agent, mine\n\n## Learnings\n\n- One.\n- Mine.\n", 100*time.Millisecond)
+		err := p.Learn("Two.")
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := readFile(t, path), "# Agent, mine\n\n## Learnings\n\n- One.\n- Mine.\n- Two.\n"; got != want {
+			t.Fatalf("AGENT.md =\n%s\nwant\n%s", got, want)
+		}
+	})
+	t.Run("AppendProgress", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, ProgressFile)
+		p := Open(dir)
+		if err := p.AppendProgress(Entry{Title: "T1: First"}); err != nil { // from the template
+			t.Fatal(err)
+		}
+		mine := readFile(t, path) + "\n## By hand\n"
+		done := vimSave(t, path, mine, 100*time.Millisecond)
+		err := p.AppendProgress(Entry{Title: "T2: Second"})
+		<-done
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readFile(t, path)
+		if !strings.HasPrefix(got, mine) || strings.Count(got, "T2: Second") != 1 || strings.Count(got, "# Progress") != 1 {
+			t.Fatalf("log =\n%s\nwant the person's version and one new entry", got)
+		}
+	})
+}
+
+// ralph's append that lands in the log an editor is about to replace (it
+// renamed it to its backup a moment before) is added to the new log.
+func TestAppendProgressFollowsASave(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ProgressFile)
+	writeFile(t, path, "# Progress\n", 0o644)
+	p := Open(dir)
+	if _, err := p.ReadProgress(0); err != nil {
+		t.Fatal(err)
+	}
+	mine := "# Progress\n\n## By hand\n"
+	var done <-chan struct{}
+	// The editor moves the log away and writes its own version (read
+	// before ralph's append) just after ralph's append went into the old.
+	setProbe(t, func(pp probePoint) {
+		if pp == probeAppended {
+			done = vimSave(t, path, mine, 50*time.Millisecond)
+		}
+	})
+	if err := p.AppendProgress(Entry{Title: "T1: First"}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	got := readFile(t, path)
+	if !strings.HasPrefix(got, mine) || strings.Count(got, "T1: First") != 1 {
+		t.Fatalf("log =\n%s\nwant the person's version and ralph's entry", got)
+	}
+}
