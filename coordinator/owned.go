@@ -259,17 +259,18 @@ func (c *Coordinator) catchUp() error {
 // right after each agent too, before ralph adds anything: an addition to
 // an older copy would hide what the copy lost.
 func (c *Coordinator) restoreAdditions() error {
-	if c.changedOnDisk(mdstate.TodoFile) {
+	// A file is looked at only if ralph added to it this session.
+	if len(c.own.todos) > 0 && c.changedOnDisk(mdstate.TodoFile) {
 		if err := c.restoreTodos(); err != nil {
 			return err
 		}
 	}
-	if c.changedOnDisk(mdstate.AgentFile) {
+	if len(c.own.learnings) > 0 && c.changedOnDisk(mdstate.AgentFile) {
 		if err := c.restoreLearnings(); err != nil {
 			return err
 		}
 	}
-	if c.changedOnDisk(mdstate.ProgressFile) {
+	if len(c.own.entries) > 0 && c.changedOnDisk(mdstate.ProgressFile) {
 		return c.restoreEntries()
 	}
 	return nil
