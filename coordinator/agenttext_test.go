@@ -51,7 +51,7 @@ func (a *printingAgent) Run(ctx context.Context, req agent.Request, onEvent func
 // goes on, the text is repaired where it lands, and every file still
 // reads.
 func TestAgentTextRepaired(t *testing.T) {
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2), "RALPH_TODO.md": mdstate.Templates[mdstate.TodoFile]})
+	dir := initedProject(t, tasksMD(2))
 	pa := &printingAgent{
 		lines: []string{"bad \xff\xfe output \x1b[31mred\x1b[0m"},
 		final: "Sum\xffmary \x1b[2J\n<learning>bad \xff byte\x00 here</learning>\n<todo>to\xc3do</todo>\n" +
@@ -104,7 +104,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 	inEnv := "sk-proj-" + strings.Repeat("Zq7", 12)
 	shaped := "ghp_" + strings.Repeat("x1", 18)
 	secrets := []string{given, inEnv, shaped}
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1), "RALPH_TODO.md": mdstate.Templates[mdstate.TodoFile]})
+	dir := initedProject(t, tasksMD(1))
 	gitctxtest.Git(t, dir, "init", "-q", "-b", "main")
 	gitctxtest.Commit(t, dir, "base", 1)
 	all := strings.Join(secrets, " and ")
@@ -169,7 +169,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 // megabytes would make AGENT.md a file ralph refuses to read.
 func TestReportItemsBounded(t *testing.T) {
 	huge := strings.Repeat("é", 600<<10) // 1.2 MB, over mdstate.MaxLineBytes
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1), "RALPH_TODO.md": mdstate.Templates[mdstate.TodoFile]})
+	dir := initedProject(t, tasksMD(1))
 	co := newCoordinator(t, Options{Root: dir, Agent: &printingAgent{final: "<learning>" + huge + "</learning><promise>COMPLETE</promise>"}})
 	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone {
 		t.Fatalf("outcome %+v", out)

@@ -130,10 +130,17 @@ func failureNote(res agent.Result) string {
 	return "the agent reported an error (" + string(res.ErrorKind) + ")"
 }
 
-// filed is what fileReport added to the state files, and the to-dos it
-// could not add (RALPH_TODO.md is missing): those go in the progress entry.
+// filed is what fileReport added to the state files, and the to-dos and
+// learnings it could not add (their file is missing): those go in the
+// progress entry.
 type filed struct {
-	learnings, todos, unfiled []string
+	learnings, todos   []string
+	unfiled, unlearned []string
+}
+
+// missingNotice says where an agent's report goes without its file.
+func missingNotice(file, what string) string {
+	return file + " is missing, so the agent's " + what + " are only in the progress log; `ralph init` creates it again"
 }
 
 // fileReport files an agent's learnings and to-dos. emit, when set, is
@@ -147,13 +154,20 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, e
 		emit = func(Event) {}
 	}
 	var f filed
-	for _, l := range rep.Learnings {
+	var missing *mdstate.MissingError
+	for i, l := range rep.Learnings {
 		// Agents repeat what they were told: a learning AGENT.md already
 		// has is not added again.
 		if a, err := p.LoadAgent(); err == nil && hasLearning(a, l) {
 			continue
 		}
-		if err := p.Learn(l); err != nil {
+		err := p.Learn(l)
+		if errors.As(err, &missing) {
+			emit(Event{Kind: EventNotice, Text: missingNotice(mdstate.AgentFile, "learnings")})
+			f.unlearned = rep.Learnings[i:]
+			break
+		}
+		if err != nil {
 			return f, fmt.Errorf("file a learning the agent reported: %w", err)
 		}
 		f.learnings = append(f.learnings, l)
@@ -163,9 +177,8 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, e
 		return f, nil
 	}
 	todos, err := addTodos(p, rep.Todos)
-	var missing *mdstate.MissingError
 	if errors.As(err, &missing) {
-		emit(Event{Kind: EventNotice, Text: mdstate.TodoFile + " is missing, so the agent's to-dos are only in the progress log; `ralph init` creates it again"})
+		emit(Event{Kind: EventNotice, Text: missingNotice(mdstate.TodoFile, "to-dos")})
 		f.unfiled = rep.Todos
 		return f, nil
 	}

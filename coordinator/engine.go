@@ -170,9 +170,9 @@ type Coordinator struct {
 	own ownEdits
 	// plan is what the last write of RALPH_TASKS.md found about them.
 	plan taskPlan
-	// unfiled is the to-dos the last report could not file: its progress
-	// entry keeps them.
-	unfiled []string
+	// unfiled and unlearned are the to-dos and learnings the last report
+	// could not file: its progress entry keeps them.
+	unfiled, unlearned []string
 }
 
 type runEnd struct {

@@ -33,6 +33,10 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 	// the agent.
 	iterCtx, cancel := c.iterationContext(ctx)
 	defer cancel(nil)
+	// A person who took the task since begin's write (while git status
+	// ran, say) was told to no one: look once more. From now on Notify
+	// reaches this iteration.
+	c.stopIfTaken()
 	prompt, guidance, err := c.prompt(ctx, task.ID)
 	if err != nil {
 		return "", err
@@ -65,10 +69,13 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 		}
 	}
 	entry := iterationEntry(c.opts.Now(), task, c.session.Iteration, AgentLabel(c.opts.Agent.Name(), c.opts.Model), a, d.note, commit, delivered)
+	if len(c.unlearned) > 0 {
+		entry.Fields = append(entry.Fields, mdstate.Field{Key: "learnings", List: c.unlearned})
+	}
 	if len(c.unfiled) > 0 {
 		entry.Fields = append(entry.Fields, mdstate.Field{Key: "todos", List: c.unfiled})
-		c.unfiled = nil
 	}
+	c.unfiled, c.unlearned = nil, nil
 	entry = redactEntry(entry, c.opts.redactor())
 	if err := c.appendEntry(entry); err != nil {
 		return "", err
@@ -151,6 +158,10 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 		defer t.Stop()
 	}
 	s := &c.session
+	if p := personCause(iterCtx); p != nil {
+		// Taken before the agent started: none is started.
+		return attempt{Outcome: OutcomeInterrupted, Taken: true, Note: "stopped: " + p.Error()}, nil
+	}
 	a, err := runAgent(iterCtx, c.opts, request{
 		Prompt:   prompt,
 		LogName:  fmt.Sprintf("%s-%03d-%s.log", s.ID, s.Iteration, id),

@@ -114,7 +114,7 @@ func TestReportKeptForOtherIteration(t *testing.T) {
 
 // Filing the same report twice adds nothing the second time.
 func TestFileReportTwice(t *testing.T) {
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1), "RALPH_TODO.md": mdstate.Templates[mdstate.TodoFile]})
+	dir := initedProject(t, tasksMD(1))
 	p := mdstate.Open(dir)
 	rep := AgentReport{Learnings: []string{"One.", "Two."}, Todos: []string{"Do this.", "do THIS.", "And that."}}
 	for range 2 {

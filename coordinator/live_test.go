@@ -109,7 +109,7 @@ func TestPersonStatusWinsOverOutcome(t *testing.T) {
 // after adding a line of its own: ralph writes again T1's completion, its
 // to-do and its entry, keeps the agent's line, and does not run T1 again.
 func TestOlderCopyDoesNotMakeRalphForget(t *testing.T) {
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(3), "RALPH_TODO.md": mdstate.Templates[mdstate.TodoFile]})
+	dir := initedProject(t, tasksMD(3))
 	old := map[string][]byte{}
 	for _, name := range []string{mdstate.TasksFile, mdstate.TodoFile, mdstate.ProgressFile} {
 		old[name], _ = os.ReadFile(filepath.Join(dir, name))
@@ -169,7 +169,7 @@ func TestOlderCopyDoesNotMakeRalphForget(t *testing.T) {
 // A person deletes a to-do ralph added, and keeps a later one: that is
 // deliberate, and ralph does not add it again.
 func TestPersonDeletionOfAdditionStays(t *testing.T) {
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(3), "RALPH_TODO.md": mdstate.Templates[mdstate.TodoFile]})
+	dir := initedProject(t, tasksMD(3))
 	todo := filepath.Join(dir, mdstate.TodoFile)
 	fa := &fakeAgent{
 		before: func(n int) {
@@ -283,4 +283,11 @@ func TestWatcherStopsTakenTask(t *testing.T) {
 	if st := status(t, tasks, "T1"); st != mdstate.Done {
 		t.Errorf("T1 is %s", st)
 	}
+}
+
+// initedProject is a project with tasks, as `ralph init` leaves it: the
+// files an agent's report goes to exist (ralph itself creates none).
+func initedProject(t *testing.T, tasks string) string {
+	return projectDir(t, map[string]string{mdstate.TasksFile: tasks,
+		mdstate.TodoFile: mdstate.Templates[mdstate.TodoFile], mdstate.AgentFile: mdstate.Templates[mdstate.AgentFile]})
 }

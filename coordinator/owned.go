@@ -224,7 +224,7 @@ func (c *Coordinator) fileReport(rep AgentReport) error {
 	for _, t := range f.todos {
 		c.own.todos = append(c.own.todos, addition{text: t})
 	}
-	c.unfiled = f.unfiled
+	c.unfiled, c.unlearned = f.unfiled, f.unlearned
 	return err
 }
 

@@ -31,7 +31,7 @@ func TestPreflightRefusesUnkeptReport(t *testing.T) {
 			func(dir string) error { return os.Remove(filepath.Join(dir, mdstate.RuntimeDir)) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+			dir := initedProject(t, tasksMD(1))
 			if err := tt.break_(dir); err != nil {
 				t.Fatal(err)
 			}

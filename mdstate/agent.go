@@ -194,10 +194,11 @@ func (p *Project) LoadAgent() (*Agent, error) {
 	return parseAgent(s), nil
 }
 
-// Learn adds a learning to AGENT.md, creating the file from its template
-// if it does not exist (and, if this Project saw it, stays missing for the
-// save grace: an editor's save is not a missing file). Like
-// UpdateChecklist, it is made again on a person's version saved meanwhile.
+// Learn adds a learning to AGENT.md. A missing file is a *MissingError
+// (only `ralph init` creates state files), once it has stayed missing for
+// the save grace if this Project saw it: an editor's save is not a
+// missing file. Like UpdateChecklist, it is made again on a person's
+// version saved meanwhile.
 func (p *Project) Learn(text string) error {
 	unlock, err := p.lockForWrite()
 	if err != nil {
@@ -211,39 +212,26 @@ func (p *Project) Learn(text string) error {
 		}
 		return parseAgent(s).AddLearning(text)
 	}
-	// A file a person creates between ralph's look and its creation is
-	// read again; more than twice in a row is a loop, not a person.
-	for range 3 {
-		data, fi, err := p.readState(AgentFile)
-		if errors.Is(err, fs.ErrNotExist) {
-			out, err := learn([]byte(Templates[AgentFile]))
-			if err != nil {
-				return err
-			}
-			// Created, never replacing a file a person made meanwhile:
-			// then the learning goes into theirs.
-			if created, err := p.createLocked(AgentFile, out); err != nil || created {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if err := checkWritable(AgentFile, fi); err != nil {
-			return err
-		}
-		out, err := learn(data)
-		if err != nil {
-			return err
-		}
-		s := p.newSave(AgentFile, p.Path(AgentFile), fi.Mode(), learn)
-		if err := p.runSave(s, data, out); err != nil {
-			return err
-		}
-		return s.editErr
+	data, fi, err := p.readState(AgentFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Only `ralph init` creates a state file.
+		return &MissingError{File: AgentFile, Root: p.Root}
 	}
-	return &FileError{File: AgentFile, Msg: "kept appearing and disappearing while ralph added a learning", Hint: "run the command again"}
+	if err != nil {
+		return err
+	}
+	if err := checkWritable(AgentFile, fi); err != nil {
+		return err
+	}
+	out, err := learn(data)
+	if err != nil {
+		return err
+	}
+	s := p.newSave(AgentFile, p.Path(AgentFile), fi.Mode(), learn)
+	if err := p.runSave(s, data, out); err != nil {
+		return err
+	}
+	return s.editErr
 }
 
 // normLines trims every line and drops blank ones: how a learning's text

@@ -546,10 +546,14 @@ func TestOnWrite(t *testing.T) {
 	if len(calls) != 0 {
 		t.Fatalf("an edit that changed nothing called %v", calls)
 	}
-	if err := p.Learn("Run the tests."); err != nil { // creates AGENT.md
+	if _, err := p.CreateFile(AgentFile, []byte(Templates[AgentFile])); err != nil {
 		t.Fatal(err)
 	}
-	expect("Learn (create)", AgentFile, onDisk(AgentFile))
+	expect("CreateFile", AgentFile, onDisk(AgentFile))
+	if err := p.Learn("Run the tests."); err != nil {
+		t.Fatal(err)
+	}
+	expect("Learn", AgentFile, onDisk(AgentFile))
 	if err := p.Learn("Again."); err != nil {
 		t.Fatal(err)
 	}

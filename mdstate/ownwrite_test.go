@@ -78,7 +78,8 @@ func TestOwnWriteChecklist(t *testing.T) {
 func TestOwnWriteLearn(t *testing.T) {
 	dir := t.TempDir()
 	p := Open(dir)
-	if err := p.Learn("Run the tests with -race."); err != nil { // creates AGENT.md
+	writeFile(t, filepath.Join(dir, AgentFile), Templates[AgentFile], 0o644)
+	if err := p.Learn("Run the tests with -race."); err != nil {
 		t.Fatal(err)
 	}
 	checkOwn(t, p, AgentFile, false, true)

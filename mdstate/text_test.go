@@ -35,6 +35,7 @@ func TestCleanText(t *testing.T) {
 func TestWritesAreClean(t *testing.T) {
 	dir := t.TempDir()
 	p := Open(dir)
+	writeFile(t, filepath.Join(dir, AgentFile), Templates[AgentFile], 0o644)
 	bad := "a \xff b \x00 c \x1b[31m d"
 	want := "a \uFFFD b \uFFFD c \uFFFD[31m d"
 	if err := p.Learn(bad); err != nil {
@@ -118,6 +119,7 @@ func TestDiskFullMessage(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
 	p := Open(dir)
 	writeFile(t, filepath.Join(dir, TasksFile), "# Tasks\n\n- [ ] T1: One\n", 0o644)
+	writeFile(t, filepath.Join(dir, AgentFile), Templates[AgentFile], 0o644)
 	if err := p.Recover(); err != nil { // .ralph and its lock, while there is room
 		t.Fatal(err)
 	}

@@ -426,8 +426,9 @@ func NewCmdLearn(f *Factory) *cobra.Command {
 		Use:   "learn TEXT",
 		Short: "Add a learning to AGENT.md",
 		Long: `Add one learning (how to build, what to avoid, a convention) as a bullet
-under the "Learnings" heading of AGENT.md, creating the heading or the file
-if needed. Every agent ralph starts reads AGENT.md first.`,
+under the "Learnings" heading of AGENT.md, creating the heading if needed
+(the file itself comes from ` + "`ralph init`" + `). Every agent ralph starts reads
+AGENT.md first.`,
 		Example: `  ralph learn "Run the tests with -race; the cache hides data races"`,
 		Args:    minArgs(1, "the text to learn, like \"Tests need Docker running\""),
 		RunE: func(cmd *cobra.Command, args []string) error {
