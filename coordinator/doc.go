@@ -30,9 +30,25 @@
 //     iteration: its task goes back to pending without counting an
 //     attempt, goes first, and the loop goes on with the message.
 //   - Snapshot returns everything a front end shows, from any goroutine.
-//   - Notify tells the engine that a state file changed on disk (the file
-//     watcher): a change ralph did not write is announced and re-arms the
-//     circuit breaker.
+//   - Notify tells the engine that someone else changed a state file on
+//     disk. With Options.Watch the engine watches the project folder
+//     itself (mdstate/watch) and calls it. The change is announced
+//     (EventStateChanged, one line in the model's terms) and re-arms the
+//     circuit breaker; if a person marked the running task done, skipped
+//     or blocked, or removed it, its agent is stopped at once.
+//
+// # A person's edit wins
+//
+// Every write of RALPH_TASKS.md compares the file with what ralph wrote
+// before (owned.go). A task status a person changed since is theirs: the
+// iteration's outcome then goes in a note under the task and in the
+// progress entry, and the task is not run again until a person reopens
+// it. A file whose Session section is not the one ralph last wrote is an
+// older copy (an editor's stale buffer, an agent's git checkout): ralph's
+// statuses it lost are written again, and so are the to-dos, learnings
+// and progress entries missing from the end of what ralph added this
+// session. Only `ralph init` creates state files; an agent's report whose
+// file is gone goes in its progress entry.
 //
 // # Delivery rules
 //
@@ -46,9 +62,11 @@
 //
 // # What survives a crash
 //
-// Everything: the session (counters, the current task, the agent's pid,
-// an iteration's result between its two writes, a limit's wait) is in
-// RALPH_TASKS.md's session block, queued guidance in its guidance list.
+// Everything: the session (counters, the current task, an iteration's
+// result between its two writes, a limit's wait) is in RALPH_TASKS.md's
+// session block, queued guidance in its guidance list. The agent's pid is
+// a runtime detail in .ralph/agent.json (agentproc.go), whose loss loses
+// nothing: the session's mark finds its processes too.
 // The next start recovers an interrupted session (see Run). A task's
 // status and its agent's report are one step: the report is kept in
 // .ralph/report.json before the status is saved, and recovery files what
