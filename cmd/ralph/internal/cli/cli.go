@@ -59,6 +59,10 @@ type Env struct {
 	// Secrets are the values of the environment's secrets (keys, tokens,
 	// passwords), redacted from everything ralph writes from an agent.
 	Secrets []string
+	// Term is TERM ("dumb": no line editing in chat); NoColor is set by
+	// NO_COLOR.
+	Term    string
+	NoColor bool
 }
 
 // Factory gives commands what they share.
@@ -238,10 +242,12 @@ IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 		NewCmdRun(f),
 		NewCmdResume(f),
 		NewCmdDemo(f),
+		NewCmdChat(f),
 	)
 	cmd.InitDefaultCompletionCmd()
 	group(cmd)
 	addOneShot(f, cmd)
+	chatWhenBare(f, cmd)
 	for _, c := range cmd.Commands() {
 		if c.Name() == "completion" {
 			group(c)
@@ -325,7 +331,7 @@ func EnvFromOS() (Env, error) {
 		return Env{}, fmt.Errorf("find the working directory: %w", err)
 	}
 	env := Env{Dir: dir, Agent: os.Getenv("RALPH_AGENT"), Git: projectdetect.GitConfigFromEnv(os.Getenv),
-		Secrets: coordinator.SecretsFromEnv(os.Environ())}
+		Secrets: coordinator.SecretsFromEnv(os.Environ()), Term: os.Getenv("TERM"), NoColor: os.Getenv("NO_COLOR") != ""}
 	if s := os.Getenv("RALPH_NOW"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/coordinator/agent"
@@ -128,7 +129,13 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 			return runTasks(f, cmd, opts, o.JSON)
 		},
 	}
-	fl := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags registers the flags that shape a run: ralph run's, and ralph
+// chat's for the runs it starts.
+func (o *RunOptions) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&o.Agent, "agent", "", "the agent CLI: `NAME` claude or exec (codex, opencode, gemini later)")
 	fl.StringVar(&o.AgentCmd, "agent-cmd", "", "with --agent exec: the `COMMAND` to run, prompt on stdin")
 	fl.StringVar(&o.Model, "model", "", "the `MODEL` the agent uses (default: the agent's own)")
@@ -153,7 +160,6 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 	fl.Var(&o.Resources.LogMaxSize, "log-max-size", "keep at most `SIZE` of one agent's output in .ralph/logs, its start and its end (0: all)")
 	fl.Var(&o.Resources.LogsMaxTotal, "logs-max-total", "remove the oldest logs once .ralph/logs holds more than `SIZE` (0: never)")
 	fl.Var(&o.Resources.LogsMaxAge, "logs-max-age", "remove logs older than `AGE`, e.g. 30d or 12h (0: never)")
-	return cmd
 }
 
 // validate rejects flag values that make no sense, before anything runs,
@@ -214,12 +220,8 @@ func (o *RunOptions) options(f *Factory) (coordinator.Options, error) {
 // runTasks runs the coordinator with opts, shows its events and maps how
 // the run ended to an exit code.
 func runTasks(f *Factory, cmd *cobra.Command, opts coordinator.Options, asJSON bool) error {
-	co, err := coordinator.New(opts)
+	co, err := openCoordinator(opts)
 	if err != nil {
-		var locked *coordinator.ErrLocked
-		if errors.As(err, &locked) {
-			return &exitError{code: ExitLocked, msg: err.Error()}
-		}
 		return err
 	}
 	defer co.Close()
@@ -240,6 +242,25 @@ func runTasks(f *Factory, cmd *cobra.Command, opts coordinator.Options, asJSON b
 		fmt.Fprintf(f.IO.Out, "%s: %s; %d iterations, %d tasks done, %d tokens in, %d out, $%.4f\n",
 			out.Reason, out.Detail, s.Iteration, out.TasksDone, s.TokensIn, s.TokensOut, s.CostUSD)
 	}
+	return runExit(out)
+}
+
+// openCoordinator takes the project's lock for a run or a chat: another
+// coordinator holding it is exit 4, naming the holder.
+func openCoordinator(opts coordinator.Options) (*coordinator.Coordinator, error) {
+	co, err := coordinator.New(opts)
+	if err != nil {
+		var locked *coordinator.ErrLocked
+		if errors.As(err, &locked) {
+			return nil, &exitError{code: ExitLocked, msg: err.Error()}
+		}
+		return nil, err
+	}
+	return co, nil
+}
+
+// runExit maps how a run ended to ralph's exit code (nil: 0).
+func runExit(out coordinator.Outcome) error {
 	switch out.Reason {
 	case coordinator.StopAllDone, coordinator.StopPaused:
 		return nil

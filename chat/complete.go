@@ -1,0 +1,67 @@
+package chat
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// completer completes slash commands, the words after /task, and task IDs
+// for readline's Tab.
+type completer struct {
+	p    *mdstate.Project
+	cmds []command
+}
+
+// taskVerbs are /task's subcommands; those after the first take a task ID.
+var taskVerbs = []string{"add", "done", "skip", "block", "reopen", "list"}
+
+// Do returns the candidates' missing tails for the word before the cursor
+// (readline's AutoCompleter contract: suffixes, and the length of the
+// word they complete).
+func (c completer) Do(line []rune, pos int) ([][]rune, int) {
+	before := string(line[:pos])
+	words := strings.Fields(before)
+	if len(words) == 0 || !strings.HasPrefix(words[0], "/") {
+		return nil, 0
+	}
+	word := ""
+	if !strings.HasSuffix(before, " ") {
+		word = words[len(words)-1]
+		words = words[:len(words)-1]
+	}
+	var cands []string
+	switch {
+	case len(words) == 0:
+		for _, cmd := range c.cmds {
+			cands = append(cands, "/"+cmd.name)
+		}
+	case words[0] == "/task" && len(words) == 1:
+		cands = taskVerbs
+	case words[0] == "/task" && len(words) == 2 && slices.Contains(taskVerbs[1:5], words[1]):
+		cands = c.taskIDs()
+	}
+	var out [][]rune
+	for _, cand := range cands {
+		if tail, ok := strings.CutPrefix(cand, word); ok {
+			out = append(out, []rune(tail+" "))
+		}
+	}
+	return out, len([]rune(word))
+}
+
+// taskIDs are the IDs in RALPH_TASKS.md, read when Tab is pressed.
+func (c completer) taskIDs() []string {
+	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		return nil
+	}
+	ids := make([]string, 0, len(tasks.Items))
+	for _, it := range tasks.Items {
+		if !it.Provisional {
+			ids = append(ids, it.ID)
+		}
+	}
+	return ids
+}
