@@ -69,7 +69,7 @@ func eventLine(ev coordinator.Event) string {
 	case coordinator.EventGuidanceDelivered:
 		return fmt.Sprintf("  ✉ %s's agent received: %s\n", ev.Task, quoteAll(ev.Delivered))
 	case coordinator.EventIterationDone:
-		return iterationLine(ev)
+		return IterationLine(ev)
 	case coordinator.EventStopped:
 		line := "■ stopped: " + ev.Reason
 		if ev.Text != "" {
@@ -80,7 +80,9 @@ func eventLine(ev coordinator.Event) string {
 	return "" // tool results, usage, ralph's own writes, the queue's echo of a line just acknowledged
 }
 
-func iterationLine(ev coordinator.Event) string {
+// IterationLine is how an iteration's end reads, in chat and in `ralph
+// run`'s display: its mark, task, outcome, reason and usage, on one line.
+func IterationLine(ev coordinator.Event) string {
 	mark := map[coordinator.IterationOutcome]string{coordinator.OutcomeDone: "✓", coordinator.OutcomeBlocked: "!", coordinator.OutcomeInterrupted: "■"}[ev.Outcome]
 	if mark == "" {
 		mark = "✗"

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/ralph-dev/ralph/chat"
 	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/coordinator/proc"
@@ -383,15 +384,7 @@ func (d *runDisplay) show(ev coordinator.Event) {
 		d.tokens = ev.TokensIn + ev.TokensOut
 	case coordinator.EventIterationDone:
 		d.task = ""
-		mark := map[coordinator.IterationOutcome]string{coordinator.OutcomeDone: "✓", coordinator.OutcomeBlocked: "!", coordinator.OutcomeInterrupted: "■"}[ev.Outcome]
-		if mark == "" {
-			mark = "✗"
-		}
-		line := fmt.Sprintf("  %s %s: %s", mark, ev.Task, ev.Outcome)
-		if ev.Reason != "" {
-			line += " (" + ev.Reason + ")"
-		}
-		fmt.Fprintf(w, "%s · %d in, %d out tokens\n", line, ev.TokensIn, ev.TokensOut)
+		fmt.Fprint(w, chat.IterationLine(ev))
 	}
 	d.draw()
 }
