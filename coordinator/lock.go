@@ -20,7 +20,18 @@ const LockFile = "coordinator.lock"
 const (
 	lockRetries    = 20
 	lockRetryDelay = 5 * time.Millisecond
+	lockOrphanWait = 2 * time.Second
 )
+
+// orphaned reports whether a lock still refused after try retries is held
+// for a holder that is gone (holderGone), within lockOrphanWait.
+func orphaned(path string, try int) bool {
+	if time.Duration(try)*lockRetryDelay >= lockOrphanWait {
+		return false
+	}
+	info, err := readLockInfo(path)
+	return err == nil && holderGone(info)
+}
 
 // LockInfo is written inside the lock file so that a refused coordinator
 // can say who holds it. The lock itself is the flock, not this content:
@@ -65,14 +76,17 @@ func AcquireLock(root string, info LockInfo) (*Lock, error) {
 	// LockHolder (ralph status, ralph context) takes a shared lock for an
 	// instant to look: that must not make a coordinator starting at the
 	// same moment give up, so a refusal is retried for a short while.
-	for try := 0; errors.Is(err, errLockHeld) && try < lockRetries; try++ {
+	// So is one whose named holder is gone (a child it was starting has
+	// the lock until its exec), for up to lockOrphanWait.
+	path := filepath.Join(dir, LockFile)
+	for try := 0; errors.Is(err, errLockHeld) && (try < lockRetries || orphaned(path, try)); try++ {
 		time.Sleep(lockRetryDelay)
 		err = tryLock(f, lockExclusive)
 	}
 	if err != nil {
 		f.Close()
 		if errors.Is(err, errLockHeld) {
-			holder, _ := readLockInfo(filepath.Join(dir, LockFile))
+			holder, _ := readLockInfo(path)
 			return nil, &ErrLocked{Holder: holder}
 		}
 		return nil, fmt.Errorf("lock %s: %w", LockFile, err)
@@ -107,7 +121,10 @@ func LockHolder(root string) (LockInfo, bool) {
 	defer f.Close()
 	if err := tryLock(f, lockShared); err != nil {
 		info, _ := readLockInfo(path)
-		return info, errors.Is(err, errLockHeld)
+		// A coordinator killed while it started a child leaves the lock
+		// to that child for the moment until its exec closes it: with
+		// the coordinator itself gone, nobody holds the project.
+		return info, errors.Is(err, errLockHeld) && !holderGone(info)
 	}
 	unlock(f)
 	return LockInfo{}, false

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -206,5 +207,32 @@ func TestAcquireLockWhileLooking(t *testing.T) {
 func TestLockHolderNoLockFile(t *testing.T) {
 	if info, held := LockHolder(t.TempDir()); held || info != (LockInfo{}) {
 		t.Fatalf("LockHolder = %+v, %v", info, held)
+	}
+}
+
+// A lock whose named holder is gone is nobody's, though the flock is
+// still held: a coordinator killed while it started a child leaves the
+// lock's descriptor to that child until its exec closes it. (Here this
+// test process stands for the child; the holder is a process that has
+// exited.)
+func TestLockHolderGone(t *testing.T) {
+	dir := t.TempDir()
+	host, _ := os.Hostname()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pid  int
+		held bool
+	}{{cmd.Process.Pid, false}, {os.Getpid(), true}} {
+		l, err := AcquireLock(dir, LockInfo{PID: c.pid, Host: host, Command: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, held := LockHolder(dir); held != c.held {
+			t.Errorf("holder pid %d: held %v, want %v", c.pid, held, c.held)
+		}
+		l.Release()
 	}
 }

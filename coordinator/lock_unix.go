@@ -33,3 +33,13 @@ func flock(f *os.File, how int) error {
 		}
 	}
 }
+
+// holderGone reports whether the process the lock file names, on this
+// host, no longer exists.
+func holderGone(info LockInfo) bool {
+	host, _ := os.Hostname()
+	if info.PID <= 0 || info.Host != host {
+		return false
+	}
+	return errors.Is(syscall.Kill(info.PID, 0), syscall.ESRCH)
+}

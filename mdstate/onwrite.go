@@ -8,7 +8,7 @@ type writeHook struct {
 
 // OnWrite registers fn to be called after every write ralph makes through
 // p, under the state lock, with the file's name and its new bytes (nil
-// for the progress log, which is appended to). It returns a function that
+// for an append to the progress log). It returns a function that
 // removes fn. fn must not write through p or take its lock (the state
 // lock is held, and a second one in the same process waits for ever).
 func (p *Project) OnWrite(fn func(name string, data []byte)) (remove func()) {
@@ -40,11 +40,14 @@ func (p *Project) OnWriteFrom(fn func(name string, base, data []byte)) (remove f
 	}
 }
 
-// wrote calls the write hooks. For the progress log they get no bytes,
-// even when ralph creates it: it can be large, and it is only appended to.
+// wrote calls the write hooks. For an append to the progress log they get
+// no bytes (data nil: one entry more); when ralph writes the log whole
+// (creates it, or restores it) they get its bytes, so that a hook counts
+// its entries rather than take the write for one more. They never get the
+// log's base: it can be large.
 func (p *Project) wrote(name string, base, data []byte) {
 	if name == ProgressFile {
-		base, data = nil, nil
+		base = nil
 	}
 	p.mu.Lock()
 	hooks := p.hooks

@@ -797,4 +797,13 @@ func TestLivePriority(t *testing.T) {
 	if len(order) != 5 || !strings.HasSuffix(order[1], ": Urgent fix") || !strings.HasPrefix(order[2], "T2: ") {
 		t.Errorf("the agents ran %q; want T1, then the urgent task, then T2, T3, T4", order)
 	}
+	// ralph run shows the person's edit as it sees it, on one line.
+	if !regexp.MustCompile(`(?m)^  ✎ RALPH_TASKS\.md: .*added "Urgent fix"`).MatchString(run.stderr.String()) {
+		t.Errorf("no notice of the added task in ralph run's output:\n%s", run.stderr.String())
+	}
+	// And only the person's edits: ralph's own writes (here its first
+	// progress entry, which creates the log) are not changes.
+	if n := strings.Count(run.stderr.String(), "✎ "); n != 1 {
+		t.Errorf("%d notices of changes, want the person's one:\n%s", n, run.stderr.String())
+	}
 }
