@@ -138,6 +138,18 @@ type filed struct {
 	unfiled, unlearned []string
 }
 
+// fields are the progress entry's record of what could not be filed.
+func (f filed) fields() []mdstate.Field {
+	var out []mdstate.Field
+	if len(f.unlearned) > 0 {
+		out = append(out, mdstate.Field{Key: "learnings", List: f.unlearned})
+	}
+	if len(f.unfiled) > 0 {
+		out = append(out, mdstate.Field{Key: "todos", List: f.unfiled})
+	}
+	return out
+}
+
 // missingNotice says where an agent's report goes without its file.
 func missingNotice(file, what string) string {
 	return file + " is missing, so the agent's " + what + " are only in the progress log; `ralph init` creates it again"

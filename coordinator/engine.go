@@ -170,9 +170,6 @@ type Coordinator struct {
 	own ownEdits
 	// plan is what the last write of RALPH_TASKS.md found about them.
 	plan taskPlan
-	// unfiled and unlearned are the to-dos and learnings the last report
-	// could not file: its progress entry keeps them.
-	unfiled, unlearned []string
 }
 
 type runEnd struct {

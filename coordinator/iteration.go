@@ -49,7 +49,8 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 		return "", err
 	}
 	d := c.decide(task, a)
-	if err := c.recordOutcome(task, a, &d); err != nil {
+	unfiled, err := c.recordOutcome(task, a, &d)
+	if err != nil {
 		return "", err
 	}
 	var delivered []string
@@ -69,13 +70,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 		}
 	}
 	entry := iterationEntry(c.opts.Now(), task, c.session.Iteration, AgentLabel(c.opts.Agent.Name(), c.opts.Model), a, d.note, commit, delivered)
-	if len(c.unlearned) > 0 {
-		entry.Fields = append(entry.Fields, mdstate.Field{Key: "learnings", List: c.unlearned})
-	}
-	if len(c.unfiled) > 0 {
-		entry.Fields = append(entry.Fields, mdstate.Field{Key: "todos", List: c.unfiled})
-	}
-	c.unfiled, c.unlearned = nil, nil
+	entry.Fields = append(entry.Fields, unfiled.fields()...)
 	entry = redactEntry(entry, c.opts.redactor())
 	if err := c.appendEntry(entry); err != nil {
 		return "", err

@@ -57,13 +57,14 @@ func (c *Coordinator) keepReport(task string, rep AgentReport) error {
 // recordOutcome saves an iteration's outcome and files its agent's report
 // as one step: the report is kept, then the task's status and the
 // iteration's result are saved, then the learnings and to-dos are filed.
-// The progress entry, with the summary and decisions, follows (iterate).
-func (c *Coordinator) recordOutcome(task *mdstate.Item, a attempt, d *decision) error {
+// The progress entry, with the summary and decisions and what could not
+// be filed, follows (iterate).
+func (c *Coordinator) recordOutcome(task *mdstate.Item, a attempt, d *decision) (filed, error) {
 	if err := c.keepReport(task.ID, a.Report); err != nil {
-		return err
+		return filed{}, err
 	}
 	if err := c.saveOutcome(task, a, d); err != nil {
-		return err
+		return filed{}, err
 	}
 	return c.fileReport(a.Report)
 }
@@ -85,9 +86,10 @@ func reportKeptFor(root string, old *mdstate.Session) AgentReport {
 
 // finishKeptReport files the learnings and to-dos of the report kept for
 // the interrupted iteration old, and returns it for its progress entry.
-func (c *Coordinator) finishKeptReport(old *mdstate.Session) (AgentReport, error) {
+func (c *Coordinator) finishKeptReport(old *mdstate.Session) (AgentReport, filed, error) {
 	rep := reportKeptFor(c.opts.Root, old)
-	return rep, c.fileReport(rep)
+	f, err := c.fileReport(rep)
+	return rep, f, err
 }
 
 // dropKeptReport removes the record once the progress entry is written.

@@ -91,12 +91,15 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 		}
 	}
 	// What the agent reported lands as in the loop.
-	if _, err := fileReport(p, a.Report, nil); err != nil {
+	unfiled, err := fileReport(p, a.Report, nil)
+	if err != nil {
 		return out, err
 	}
 	out.Learnings = append(out.Learnings, a.Report.Learnings...)
 	out.Todos = append(out.Todos, a.Report.Todos...)
-	if err := p.AppendProgress(redactEntry(oneShotEntry(o.Now(), task, out, o.Model, a.Report), o.redactor())); err != nil {
+	e := oneShotEntry(o.Now(), task, out, o.Model, a.Report)
+	e.Fields = append(e.Fields, unfiled.fields()...)
+	if err := p.AppendProgress(redactEntry(e, o.redactor())); err != nil {
 		return out, err
 	}
 	return out, nil

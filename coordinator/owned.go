@@ -215,8 +215,8 @@ func restoredNote(file string, what []string) string {
 }
 
 // fileReport files an agent's learnings and to-dos, and remembers what it
-// added.
-func (c *Coordinator) fileReport(rep AgentReport) error {
+// added. What it could not file goes in the progress entry (filed.fields).
+func (c *Coordinator) fileReport(rep AgentReport) (filed, error) {
 	f, err := fileReport(c.p, rep, c.emit)
 	for _, l := range f.learnings {
 		c.own.learnings = append(c.own.learnings, addition{text: l})
@@ -224,8 +224,7 @@ func (c *Coordinator) fileReport(rep AgentReport) error {
 	for _, t := range f.todos {
 		c.own.todos = append(c.own.todos, addition{text: t})
 	}
-	c.unfiled, c.unlearned = f.unfiled, f.unlearned
-	return err
+	return f, err
 }
 
 // appendEntry appends a progress entry, and remembers it.

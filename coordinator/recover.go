@@ -219,11 +219,13 @@ func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklis
 	if hasIterationEntry(log, t.ID, old.Iteration, since) {
 		return nil // written before the kill
 	}
-	rep, err := c.finishKeptReport(old)
+	rep, unfiled, err := c.finishKeptReport(old)
 	if err != nil {
 		return err
 	}
-	return c.appendEntry(redactEntry(restoredEntry(c.opts.Now(), old, t, rep), c.opts.redactor()))
+	e := restoredEntry(c.opts.Now(), old, t, rep)
+	e.Fields = append(e.Fields, unfiled.fields()...)
+	return c.appendEntry(redactEntry(e, c.opts.redactor()))
 }
 
 // summarize records a session's end in the progress log.

@@ -3,14 +3,11 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,26 +28,17 @@ import (
 // its pid in pid-T1, starts a sleep whose pid goes in sleep-T1, and, when
 // wait-T1 exists, waits for go-T1 (at most about 20 s) before it
 // completes.
-const chatAgent = `prompt=$(cat)
-line=$(printf '%s\n' "$prompt" | awk '/^## Current task/{f=1;next} f&&NF{print;exit}')
-task=${line%%:*}
-printf '%s\n' "$prompt" > "prompt-$task"
+const chatAgent = agentPrologue + `printf '%s\n' "$prompt" > "prompt-$task"
 sleep 30 &
 echo $! > "sleep-$task"
-echo $$ > "pid-$task.tmp" && mv "pid-$task.tmp" "pid-$task"
-if [ -e "wait-$task" ]; then
-	i=0
-	while [ ! -e "go-$task" ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done
-fi
-kill $! 2>/dev/null
+` + agentPidAndWait + `kill $! 2>/dev/null
 echo "Did $task."
 echo "<promise>COMPLETE</promise>"
 `
 
 // chatTerm is `ralph chat` on a pseudo-terminal.
 type chatTerm struct {
-	t    *testing.T
-	dir  string
+	agentDir
 	cmd  *exec.Cmd
 	pty  *os.File
 	out  proctest.SyncBuffer
@@ -98,7 +86,7 @@ func startOnPty(t *testing.T, dir string, env []string, args ...string) *chatTer
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &chatTerm{t: t, dir: dir, cmd: cmd, pty: f, done: make(chan struct{})}
+	c := &chatTerm{agentDir: agentDir{t: t, dir: dir}, cmd: cmd, pty: f, done: make(chan struct{})}
 	go func() {
 		_, _ = io.Copy(&c.out, f) // ends with EIO once the chat and its children are gone
 	}()
@@ -165,17 +153,6 @@ func (c *chatTerm) wait() int {
 	return c.cmd.ProcessState.ExitCode()
 }
 
-func (c *chatTerm) path(name string) string { return filepath.Join(c.dir, name) }
-
-func (c *chatTerm) read(name string) string {
-	c.t.Helper()
-	data, err := os.ReadFile(c.path(name))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return string(data)
-}
-
 // waitFile waits at most 15 s for the agent to write name.
 func (c *chatTerm) waitFile(name string) {
 	c.t.Helper()
@@ -185,33 +162,6 @@ func (c *chatTerm) waitFile(name string) {
 		}
 	}
 	c.t.Fatalf("%s never appeared\n%s", name, c.screen())
-}
-
-func (c *chatTerm) touch(name string) {
-	c.t.Helper()
-	if err := os.WriteFile(c.path(name), nil, 0o644); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-// pidIn reads a pid the agent wrote.
-func (c *chatTerm) pidIn(name string) int {
-	c.t.Helper()
-	pid, err := strconv.Atoi(strings.TrimSpace(c.read(name)))
-	if err != nil {
-		c.t.Fatalf("%s: %v", name, err)
-	}
-	return pid
-}
-
-// alive reports a process that runs (a zombie is dead).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	f := bytes.Fields(data[bytes.LastIndexByte(data, ')')+1:])
-	return len(f) > 0 && string(f[0]) != "Z"
 }
 
 const chatTasks = "# Tasks\n\n- [ ] T1: First\n- [ ] T2: Second\n- [ ] T3: Third\n"
@@ -267,7 +217,7 @@ func TestChatCtrlCStopsWork(t *testing.T) {
 	took := time.Since(began)
 	t.Logf("Ctrl-C to the idle prompt: %s", took)
 	for _, pid := range []int{agent, sleep} {
-		if alive(pid) {
+		if proctest.Alive(pid) {
 			t.Errorf("pid %d still runs once the prompt is back", pid)
 		}
 	}
@@ -356,7 +306,7 @@ func TestChatHangup(t *testing.T) {
 	if code := c.wait(); code != 129 {
 		t.Fatalf("exit %d after SIGHUP, want 129", code)
 	}
-	if alive(agent) {
+	if proctest.Alive(agent) {
 		t.Errorf("the agent (pid %d) outlived the chat", agent)
 	}
 	if tasks := c.read("RALPH_TASKS.md"); !strings.Contains(tasks, "- [ ] T1: First\n") || !strings.Contains(tasks, "- status: paused\n") {
@@ -394,7 +344,7 @@ func TestChatUrgentMessage(t *testing.T) {
 	c.expect(`■ T1: interrupted`)
 	c.expect(`▶ T1: First \(iteration 2\)`)
 	c.waitFile("pid-T1")
-	if alive(first) {
+	if proctest.Alive(first) {
 		t.Errorf("the first agent (pid %d) still runs", first)
 	}
 	if n := strings.Count(c.read("prompt-T1"), "the API changed: use v2"); n != 1 {

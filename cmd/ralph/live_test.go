@@ -33,16 +33,8 @@ import (
 // run `git checkout -- .` once it has said it is at work; fail-T3, end
 // without completing. Otherwise it completes with a learning and a to-do
 // naming the task.
-const liveAgent = `prompt=$(cat)
-line=$(printf '%s\n' "$prompt" | awk '/^## Current task/{f=1;next} f&&NF{print;exit}')
-task=${line%%:*}
-echo "$line" >> runs.log
-echo $$ > "pid-$task.tmp" && mv "pid-$task.tmp" "pid-$task"
-if [ -e "wait-$task" ]; then
-	i=0
-	while [ ! -e "go-$task" ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done
-fi
-echo "Working on $task."
+const liveAgent = agentPrologue + `echo "$line" >> runs.log
+` + agentPidAndWait + `echo "Working on $task."
 if [ -e "checkout-$task" ]; then git checkout -q -- . || exit 1; fi
 if [ -e "fail-$task" ]; then echo "I could not finish $task."; exit 1; fi
 echo
@@ -54,15 +46,14 @@ echo "<promise>COMPLETE</promise>"
 
 // liveProject is a project folder with liveAgent, run by the real ralph.
 type liveProject struct {
-	t   *testing.T
+	agentDir
 	bin string
-	dir string
 	env []string
 }
 
 func newLiveProject(t *testing.T, bin string, files map[string]string) *liveProject {
 	t.Helper()
-	lp := &liveProject{t: t, bin: bin, dir: t.TempDir(), env: append(os.Environ(), "HOME="+t.TempDir(), "RALPH_NOW=")}
+	lp := &liveProject{agentDir: agentDir{t: t, dir: t.TempDir()}, bin: bin, env: append(os.Environ(), "HOME="+t.TempDir(), "RALPH_NOW=")}
 	lp.write("agent.sh", liveAgent)
 	// A to-do list to take the agents' to-dos, unless the test has its own.
 	lp.write(mdstate.TodoFile, "# To-do\n")
@@ -70,24 +61,6 @@ func newLiveProject(t *testing.T, bin string, files map[string]string) *liveProj
 		lp.write(name, content)
 	}
 	return lp
-}
-
-func (lp *liveProject) path(name string) string { return filepath.Join(lp.dir, name) }
-
-func (lp *liveProject) write(name, content string) {
-	lp.t.Helper()
-	if err := os.WriteFile(lp.path(name), []byte(content), 0o644); err != nil {
-		lp.t.Fatal(err)
-	}
-}
-
-func (lp *liveProject) read(name string) string {
-	lp.t.Helper()
-	data, err := os.ReadFile(lp.path(name))
-	if err != nil {
-		lp.t.Fatal(err)
-	}
-	return string(data)
 }
 
 // liveTaskList is a task list of n tasks, "T1: Task 1" on.
@@ -171,14 +144,7 @@ func (lp *liveProject) waitFile(r *liveRun, name string) {
 }
 
 // agentPid is the pid the agent of task wrote.
-func (lp *liveProject) agentPid(task string) int {
-	lp.t.Helper()
-	var pid int
-	if _, err := fmt.Sscan(lp.read("pid-"+task), &pid); err != nil {
-		lp.t.Fatalf("pid-%s: %v", task, err)
-	}
-	return pid
-}
+func (lp *liveProject) agentPid(task string) int { return lp.pidIn("pid-" + task) }
 
 // runs lists the tasks the agent was given, in order, as "T3: Title".
 func (lp *liveProject) runs() []string {
