@@ -285,6 +285,31 @@ func TestWatcherStopsTakenTask(t *testing.T) {
 	}
 }
 
+// The same for a one-shot: with AGENT.md and RALPH_TODO.md gone, its
+// entry keeps the learnings and to-dos, and neither file is created.
+func TestOneShotKeepsUnfiledReport(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	fa := &fakeAgent{reply: func(int) agent.Result {
+		return agent.Result{Final: "<learning>Use make.</learning><todo>Later.</todo><promise>COMPLETE</promise>"}
+	}}
+	if _, err := OneShot(t.Context(), Options{Root: dir, Agent: fa}, "fix the thing"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{mdstate.AgentFile, mdstate.TodoFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s was created: %v", name, err)
+		}
+	}
+	log, err := mdstate.Open(dir).ReadProgress(1)
+	if err != nil || len(log.Recent) != 1 {
+		t.Fatalf("progress: %v %+v", err, log)
+	}
+	e := log.Recent[0]
+	if l, td := fieldList(e, "learnings"), fieldList(e, "todos"); len(l) != 1 || l[0] != "Use make." || len(td) != 1 || td[0] != "Later." {
+		t.Errorf("entry %+v", e)
+	}
+}
+
 // initedProject is a project with tasks, as `ralph init` leaves it: the
 // files an agent's report goes to exist (ralph itself creates none).
 func initedProject(t *testing.T, tasks string) string {
