@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/mdstate"
 	"github.com/ralph-dev/ralph/projectdetect"
 )
 
@@ -36,6 +37,9 @@ type Options struct {
 	Signals <-chan os.Signal
 	// Git locates the user's git configuration, for the welcome's report.
 	Git projectdetect.GitConfig
+	// PickAgent finds the agent named name (/agent NAME [MODEL]) with
+	// the person's settings, and the model to use ("" for its default).
+	PickAgent func(name, model string) (coordinator.Agent, string, error)
 }
 
 // LeaveReason is why a session ended.
@@ -55,18 +59,23 @@ type Result struct {
 	Signal os.Signal // with LeftSignal
 	// LastRun is how the session's last run ended; nil when none ran.
 	LastRun *coordinator.Outcome
-	Summary Summary
+	// TurnFailed is set when the last conversation turn failed.
+	TurnFailed bool
+	Summary    Summary
 }
 
 // Summary is what the session did, printed when it ends.
 type Summary struct {
 	Duration   time.Duration
 	Iterations int
+	Turns      int      // conversation turns with the agent
 	Done       []string // the tasks completed, by ID
+	Commits    int      // commits the session's runs made (--commit)
 	TokensIn   int64
 	TokensOut  int64
 	CostUSD    float64
 	Queued     []string // messages still queued for the agents
+	Decisions  []string // the decisions the agents reported in conversation turns
 }
 
 // session is one chat. Every field is the loop's own: no other goroutine
@@ -83,15 +92,31 @@ type session struct {
 	ctrlC    int  // Ctrl-C presses in a row at an idle, empty prompt
 	lastRun  *coordinator.Outcome
 	prompt   string
-	sum      Summary
-	leave    LeaveReason
-	signal   os.Signal
+	// talk is the conversation turn under way (nil when none); waiting
+	// are the lines typed while it answers, for the next turns.
+	talk    *talking
+	waiting []string
+	// deferred is piped input read while a turn ran: a script's next
+	// line waits for the answer, as it would in a shell.
+	deferred []input
+	// urgentTurn is an urgent message to answer once the paused run has
+	// stopped; resumeAfter starts the work again after that answer.
+	urgentTurn  string
+	resumeAfter bool
+	turnFailed  bool // the last turn failed
+	// startSession is the engine's session when the chat started: the
+	// summary counts the commits made since.
+	startSession mdstate.Session
+	sum          Summary
+	leave        LeaveReason
+	signal       os.Signal
 }
 
 // Run holds the session until the person leaves; ctx bounds the runs it
 // starts (the caller keeps Ctrl-C out of it: the session handles that).
 func Run(ctx context.Context, o Options) (Result, error) {
 	s := &session{o: o, co: o.Coordinator, cmds: commands(), start: time.Now()}
+	s.startSession = savedSession(s.co.Project())
 	term, err := s.openTerminal()
 	if err != nil {
 		return Result{}, err
@@ -137,8 +162,20 @@ func (s *session) loop(ctx context.Context) {
 				s.leave = LeftEOF
 				return
 			}
-			s.show(ev)
-			if s.draining && !s.running {
+			if s.talk != nil {
+				s.showTurn(ev)
+			} else {
+				s.show(ev)
+			}
+			if ev.Kind == coordinator.EventStopped {
+				s.runEnded(ctx)
+			}
+			if s.draining && !s.busy() {
+				s.leave = LeftEOF
+			}
+		case end := <-s.turnDone():
+			s.turnReturned(end)
+			if s.draining && !s.busy() {
 				s.leave = LeftEOF
 			}
 		case sig := <-s.o.Signals:
@@ -153,6 +190,10 @@ func (s *session) loop(ctx context.Context) {
 
 // handleInput acts on one thing the person did.
 func (s *session) handleInput(ctx context.Context, in input) {
+	if s.talk != nil && !s.term.interactive() {
+		s.deferred = append(s.deferred, in)
+		return
+	}
 	switch in.kind {
 	case inputEOF:
 		s.endOfInput()
@@ -169,18 +210,24 @@ func (s *session) handleInput(ctx context.Context, in input) {
 		s.slash(ctx, line)
 	case s.running:
 		s.guide(line)
+	case s.talk != nil || s.urgentTurn != "":
+		s.waiting = append(s.waiting, strings.TrimSpace(strings.TrimPrefix(line, "!")))
+		s.say(fmt.Sprintf("(the agent is answering; your message comes next: %d waiting)\n", len(s.waiting)))
 	default:
-		s.say("Conversation with the agent is not built yet: a plain line at an idle prompt does nothing.\n" +
-			"Queue work with /task add \"TITLE\" and start it with /run; while work runs, a plain line\n" +
-			"is a message for the next agent, and a line starting with ! reaches an agent at once.\n")
+		s.ask(ctx, strings.TrimSpace(strings.TrimPrefix(line, "!")))
 	}
 	s.updatePrompt()
+}
+
+// busy reports whether work or a conversation turn is under way.
+func (s *session) busy() bool {
+	return s.running || s.talk != nil || s.urgentTurn != ""
 }
 
 // endOfInput: Ctrl-D leaves; the end of a script waits for the run it
 // started, so that `printf '/run\n' | ralph chat` is a run.
 func (s *session) endOfInput() {
-	if s.term.interactive() || !s.running {
+	if s.term.interactive() || !s.busy() {
 		s.leave = LeftEOF
 		return
 	}
@@ -190,9 +237,9 @@ func (s *session) endOfInput() {
 // interrupt is Ctrl-C: a hard stop while work runs; at an idle, empty
 // prompt, a hint, and a second press in a row leaves.
 func (s *session) interrupt(typed string) {
-	if s.running {
+	if s.running || s.talk != nil {
 		s.ctrlC = 0
-		s.stopWork()
+		s.stopAll()
 		return
 	}
 	if strings.TrimSpace(typed) != "" {
@@ -217,6 +264,22 @@ func (s *session) handleSignal(sig os.Signal) {
 		return
 	}
 	s.leave, s.signal = LeftSignal, sig
+}
+
+// stopAll is Ctrl-C while something runs: the work and the answer under
+// way stop, and nothing waiting starts.
+func (s *session) stopAll() {
+	if n := len(s.waiting); n > 0 {
+		s.say(fmt.Sprintf("(dropped %d message(s) waiting for the agent)\n", n))
+	}
+	s.waiting, s.resumeAfter, s.urgentTurn = nil, false, ""
+	if s.running {
+		s.stopWork()
+	}
+	if s.talk != nil {
+		s.stopTalking()
+	}
+	s.updatePrompt()
 }
 
 // stopWork stops the run now and shows its last events; the state is
@@ -251,20 +314,17 @@ func (s *session) drainRun() {
 
 // guide queues a line typed while work runs; "!" makes it urgent.
 func (s *session) guide(line string) {
-	g := coordinator.Guidance{Text: line}
 	if rest, ok := strings.CutPrefix(line, "!"); ok {
-		g = coordinator.Guidance{Text: strings.TrimSpace(rest), Urgent: true}
+		s.urgent(strings.TrimSpace(rest))
+		return
 	}
+	g := coordinator.Guidance{Text: line}
 	if err := s.co.Queue(g); err != nil {
 		if errors.Is(err, coordinator.ErrEmptyGuidance) {
 			s.say("(an empty message: nothing queued)\n")
 			return
 		}
 		s.say(fmt.Sprintf("could not queue the message: %v\n", err))
-		return
-	}
-	if g.Urgent {
-		s.say(fmt.Sprintf("✉ urgent: the current iteration stops and the next agent gets %q\n", g.Text))
 		return
 	}
 	s.say(fmt.Sprintf("✉ queued for the next agent: %q\n", g.Text))
@@ -320,30 +380,76 @@ func (s *session) say(text string) {
 
 // finish stops what still runs, saves, and prints the summary.
 func (s *session) finish() Result {
+	s.waiting, s.resumeAfter, s.urgentTurn = nil, false, ""
 	if s.running {
 		s.co.Stop(true)
 		s.drainRun()
 	}
+	if s.talk != nil {
+		s.stopTalking()
+	}
 	s.sum.Duration = time.Since(s.start)
-	s.sum.Queued = s.co.Snapshot().Guidance
+	snap := s.co.Snapshot()
+	s.sum.Queued = snap.Guidance
+	if snap.Session.ID == s.startSession.ID {
+		s.sum.Commits = snap.Session.Commits - s.startSession.Commits
+	} else {
+		s.sum.Commits = snap.Session.Commits
+	}
 	s.say(s.sum.String())
-	return Result{Left: s.leave, Signal: s.signal, LastRun: s.lastRun, Summary: s.sum}
+	if err := s.co.RecordChat(s.sum.record(s.leave)); err != nil {
+		s.say(fmt.Sprintf("could not write the session's summary to the progress log: %v\n", err))
+	}
+	return Result{Left: s.leave, Signal: s.signal, LastRun: s.lastRun, Summary: s.sum, TurnFailed: s.turnFailed}
+}
+
+// savedSession is the session RALPH_TASKS.md holds; zero when none.
+func savedSession(p *mdstate.Project) mdstate.Session {
+	tasks, err := p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		return mdstate.Session{}
+	}
+	if s, _ := tasks.Session(); s != nil {
+		return *s
+	}
+	return mdstate.Session{}
+}
+
+// record is the summary as the progress log keeps it.
+func (m Summary) record(left LeaveReason) coordinator.ChatSummary {
+	return coordinator.ChatSummary{Duration: m.Duration, Turns: m.Turns, Iterations: m.Iterations, Done: m.Done,
+		Commits: m.Commits, TokensIn: m.TokensIn, TokensOut: m.TokensOut, CostUSD: m.CostUSD,
+		Decisions: m.Decisions, Queued: m.Queued, Left: string(left)}
 }
 
 // String is the summary's text.
 func (m Summary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Session: %s, %d iterations, ", m.Duration.Round(time.Second), m.Iterations)
+	fmt.Fprintf(&b, "Session: %s, %s, %s, ", m.Duration.Round(time.Second), plural(m.Turns, "turn"), plural(m.Iterations, "iteration"))
 	if len(m.Done) == 0 {
 		b.WriteString("no task done")
 	} else {
-		fmt.Fprintf(&b, "%d tasks done (%s)", len(m.Done), strings.Join(m.Done, ", "))
+		fmt.Fprintf(&b, "%s done (%s)", plural(len(m.Done), "task"), strings.Join(m.Done, ", "))
+	}
+	if m.Commits > 0 {
+		fmt.Fprintf(&b, ", %s", plural(m.Commits, "commit"))
 	}
 	fmt.Fprintf(&b, ", %d tokens in, %d out, $%.4f\n", m.TokensIn, m.TokensOut, m.CostUSD)
+	for _, d := range m.Decisions {
+		fmt.Fprintf(&b, "Decided: %s\n", d)
+	}
 	if len(m.Queued) > 0 {
 		fmt.Fprintf(&b, "Still queued for the next agent: %s\n", quoteAll(m.Queued))
 	}
 	return b.String()
+}
+
+// plural is "1 turn", "2 turns".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func quoteAll(texts []string) string {

@@ -36,6 +36,9 @@ func commands() []command {
 		{name: "learn", args: "TEXT", help: "add a learning to AGENT.md (ralph learn)", cli: cliArgs("learn")},
 		{name: "context", help: "what ralph reconstructs on start (ralph context)", cli: cliArgs("context")},
 		{name: "history", args: "[FILE]", help: "commits that changed the state files (ralph history)", cli: cliArgs("history")},
+		{name: "log", args: "[TASK]", help: "the last progress entries, or a task's (ralph log)", cli: cliArgs("log")},
+		{name: "agents", help: "the agent CLIs installed, and the command ralph runs (ralph agents)", cli: cliArgs("agents")},
+		{name: "agent", args: "[NAME [MODEL]]", help: "the agent in use, or switch to another for what starts next", run: (*session).cmdAgent},
 		{name: "run", help: "work through the tasks in the background", run: (*session).cmdRun},
 		{name: "pause", help: "pause after the current iteration", run: (*session).cmdPause},
 		{name: "resume", help: "take back a pause, or continue the session", run: (*session).cmdResume},
@@ -165,10 +168,11 @@ func helpText(cmds []command) string {
 		}
 		fmt.Fprintf(&b, "  %-36s %s\n", name, c.help)
 	}
-	b.WriteString(`While work runs, a plain line is a message for the next agent, and a line
-starting with ! stops the current iteration so the message reaches an agent
-at once. Ctrl-C stops the work; at an empty prompt, Ctrl-C twice or Ctrl-D
-leaves.
+	b.WriteString(`At an idle prompt, a plain line is a message to the agent, who answers
+with the project's context. While work runs, a plain line is a message for
+the next agent, and a line starting with ! pauses the work to answer it, and
+the work then goes on. Ctrl-C stops the work or the answer; at an empty
+prompt, Ctrl-C twice or Ctrl-D leaves.
 `)
 	return b.String()
 }

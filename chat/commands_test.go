@@ -87,9 +87,14 @@ func TestPickQueued(t *testing.T) {
 
 func TestComplete(t *testing.T) {
 	dir := t.TempDir()
-	tasks := "# Tasks\n\n- [ ] T1: One\n- [ ] T12: Twelve\n- [ ] T2: Two\n"
-	if err := os.WriteFile(filepath.Join(dir, mdstate.TasksFile), []byte(tasks), 0o644); err != nil {
-		t.Fatal(err)
+	for name, content := range map[string]string{
+		mdstate.TasksFile: "# Tasks\n\n- [ ] T1: One\n- [ ] T12: Twelve\n- [ ] T2: Two\n",
+		mdstate.GoalsFile: "# Goals\n\n- [ ] G1: Ship it\n- [ ] G2: Fast\n",
+		mdstate.TodoFile:  "# To-do\n\n- [ ] D1: Docs\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := completer{p: mdstate.Open(dir), cmds: commands()}
 	for _, tc := range []struct {
@@ -99,10 +104,16 @@ func TestComplete(t *testing.T) {
 	}{
 		{line: "/sta", want: []string{"tus "}, n: 4},
 		{line: "/t", want: []string{"asks ", "ask ", "odo "}, n: 2},
+		{line: "/a", want: []string{"gents ", "gent "}, n: 2},
 		{line: "/task d", want: []string{"one "}, n: 1},
 		{line: "/task done T1", want: []string{" ", "2 "}, n: 2},
 		{line: "/task skip ", want: []string{"T1 ", "T12 ", "T2 "}, n: 0},
 		{line: "/task add T", want: nil, n: 1},
+		{line: "/goal done G", want: []string{"1 ", "2 "}, n: 1},
+		{line: "/todo promote ", want: []string{"D1 "}, n: 0},
+		{line: "/log T1", want: []string{" ", "2 "}, n: 2},
+		{line: "/agent cl", want: []string{"aude "}, n: 2},
+		{line: "/agent ex", want: []string{"ec "}, n: 2},
 		{line: "hello", want: nil, n: 0},
 	} {
 		got, n := c.Do([]rune(tc.line), len([]rune(tc.line)))

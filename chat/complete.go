@@ -4,11 +4,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
-// completer completes slash commands, the words after /task, and task IDs
-// for readline's Tab.
+// completer completes, for readline's Tab, slash commands, the words
+// after /task, /goal and /todo, task, goal and to-do IDs, and agent names.
 type completer struct {
 	p    *mdstate.Project
 	cmds []command
@@ -40,7 +41,19 @@ func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 	case words[0] == "/task" && len(words) == 1:
 		cands = taskVerbs
 	case words[0] == "/task" && len(words) == 2 && slices.Contains(taskVerbs[1:5], words[1]):
-		cands = c.taskIDs()
+		cands = c.ids(mdstate.TasksKind)
+	case words[0] == "/log" && len(words) == 1:
+		cands = c.ids(mdstate.TasksKind)
+	case words[0] == "/goal" && len(words) == 1:
+		cands = []string{"add", "done", "list"}
+	case words[0] == "/goal" && len(words) == 2 && words[1] == "done":
+		cands = c.ids(mdstate.GoalsKind)
+	case words[0] == "/todo" && len(words) == 1:
+		cands = []string{"add", "done", "promote", "list"}
+	case words[0] == "/todo" && len(words) == 2 && (words[1] == "done" || words[1] == "promote"):
+		cands = c.ids(mdstate.TodoKind)
+	case words[0] == "/agent" && len(words) == 1:
+		cands = append(agent.CLINames(), "exec")
 	}
 	var out [][]rune
 	for _, cand := range cands {
@@ -51,14 +64,15 @@ func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 	return out, len([]rune(word))
 }
 
-// taskIDs are the IDs in RALPH_TASKS.md, read when Tab is pressed.
-func (c completer) taskIDs() []string {
-	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
+// ids are the IDs in the checklist of kind k (tasks, goals, to-dos),
+// read when Tab is pressed.
+func (c completer) ids(k mdstate.Kind) []string {
+	list, err := c.p.LoadChecklist(k)
 	if err != nil {
 		return nil
 	}
-	ids := make([]string, 0, len(tasks.Items))
-	for _, it := range tasks.Items {
+	ids := make([]string, 0, len(list.Items))
+	for _, it := range list.Items {
 		if !it.Provisional {
 			ids = append(ids, it.ID)
 		}

@@ -7,36 +7,53 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
 // The slash commands that drive the engine, and /help and /quit.
 
-// errRunLimit answers /run N: the engine takes an iteration limit when it
-// is opened (ralph chat --max-iterations), not per run.
-var errRunLimit = errors.New("/run N is not built yet: the engine takes its iteration limit when chat starts; start chat with --max-iterations N, or /pause when enough is done")
-
+// cmdRun starts the work: /run for as long as there are tasks, /run N for
+// N iterations at most.
 func (s *session) cmdRun(args []string) error {
+	n := 0
 	if len(args) > 0 {
-		return errRunLimit
+		v, err := strconv.Atoi(args[0])
+		if err != nil || v < 1 || len(args) > 1 {
+			return errors.New("usage: /run, or /run N for at most N iterations (N ≥ 1)")
+		}
+		n = v
 	}
-	if s.running {
+	switch {
+	case s.running:
 		return errors.New("work is already running (/pause, /stop)")
+	case s.talk != nil:
+		return errors.New("the agent is answering: /run once it has (Ctrl-C stops the answer)")
 	}
-	return s.startRun(context.Background())
+	return s.startRun(context.Background(), n)
 }
 
-// startRun starts a run in the background.
-func (s *session) startRun(ctx context.Context) error {
-	if err := s.co.Start(ctx); err != nil {
+// startRun starts a run in the background, of at most iterations
+// iterations (0: no limit but the session's).
+func (s *session) startRun(ctx context.Context, iterations int) error {
+	if err := s.co.StartFor(ctx, iterations); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	s.running = true
-	s.say("▶ working in the background: a line you type is a message for the next agent, ! sends it now, Ctrl-C stops\n")
+	limit := ""
+	if iterations > 0 {
+		limit = " for at most " + plural(iterations, "iteration")
+	}
+	s.say("▶ working in the background" + limit + ": a line you type is a message for the next agent, ! sends it now, Ctrl-C stops\n")
 	return nil
 }
 
 func (s *session) cmdPause([]string) error {
+	if s.resumeAfter {
+		s.resumeAfter = false
+		s.say("⏸ the work stays paused after the answer (/resume continues it)\n")
+		return nil
+	}
 	if !s.running {
 		return errors.New("nothing runs")
 	}
@@ -46,6 +63,11 @@ func (s *session) cmdPause([]string) error {
 }
 
 func (s *session) cmdResume([]string) error {
+	if s.talk != nil || s.urgentTurn != "" {
+		s.resumeAfter = true
+		s.say("▶ the work goes on after the answer\n")
+		return nil
+	}
 	if s.running {
 		if err := s.co.Resume(context.Background()); err != nil {
 			return fmt.Errorf("resume: %w", err)
@@ -53,14 +75,14 @@ func (s *session) cmdResume([]string) error {
 		s.say("▶ going on after this iteration\n")
 		return nil
 	}
-	return s.startRun(context.Background())
+	return s.startRun(context.Background(), 0)
 }
 
 func (s *session) cmdStop([]string) error {
-	if !s.running {
+	if !s.busy() {
 		return errors.New("nothing runs")
 	}
-	s.stopWork()
+	s.stopAll()
 	return nil
 }
 
@@ -118,5 +140,37 @@ func (s *session) cmdHelp([]string) error {
 
 func (s *session) cmdQuit([]string) error {
 	s.leave = LeftQuit
+	return nil
+}
+
+// cmdAgent shows the agent in use, or switches to another (and model)
+// for the turns and runs that start next.
+func (s *session) cmdAgent(args []string) error {
+	snap := s.co.Snapshot()
+	if len(args) == 0 {
+		s.say("agent: " + coordinator.AgentLabel(snap.Agent, snap.Model) + " (/agent NAME [MODEL] switches; /agents lists them)\n")
+		return nil
+	}
+	if len(args) > 2 {
+		return errors.New("usage: /agent NAME [MODEL]")
+	}
+	if s.busy() {
+		return errors.New("the agent is at work: /agent once it is done (/pause, /stop)")
+	}
+	if s.o.PickAgent == nil {
+		return errors.New("this session cannot switch agents")
+	}
+	model := ""
+	if len(args) == 2 {
+		model = args[1]
+	}
+	a, model, err := s.o.PickAgent(args[0], model)
+	if err != nil {
+		return err
+	}
+	if err := s.co.SetAgent(a, model); err != nil {
+		return err
+	}
+	s.say("agent: " + coordinator.AgentLabel(a.Name(), model) + " from now on\n")
 	return nil
 }

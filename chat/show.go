@@ -106,13 +106,21 @@ func (s *session) updatePrompt() {
 	}
 }
 
-// mode is what the engine is doing, in a few words: idle; working on T3,
-// iteration 4; pausing; paused; waiting until 14:05. Messages still
+// mode is what the engine is doing, in a few words: idle; answering;
+// working on T3, iteration 4; pausing; paused; waiting until 14:05. Messages still
 // queued are counted.
 func (s *session) mode() string {
 	snap := s.co.Snapshot()
 	var m string
 	switch {
+	case s.talk != nil || s.urgentTurn != "":
+		m = "answering"
+		if s.resumeAfter {
+			m += ", then working"
+		}
+		if n := len(s.waiting); n > 0 {
+			m += fmt.Sprintf(", %d waiting", n)
+		}
 	case !s.running && s.lastRun != nil && (s.lastRun.Reason == coordinator.StopPaused || s.lastRun.Reason == coordinator.StopInterrupted):
 		m = "paused"
 	case !s.running:

@@ -20,6 +20,7 @@ import (
 type request struct {
 	Prompt  string
 	LogName string // the raw log's file name under .ralph/logs
+	Resume  string // the agent's session to continue (agent.Request.Resume)
 	OnStart func(pid int)
 	Mark    string // the session's mark on the agent's processes (sessionMark)
 	OnEvent func(agent.Event)
@@ -68,7 +69,7 @@ func runAgent(ctx context.Context, o Options, req request) (attempt, error) {
 	res, runErr := o.Agent.Run(ctx, agent.Request{
 		Prompt: req.Prompt, Dir: o.Root, Model: o.Model, Env: o.Env, RawLog: raw,
 		NoOutputTimeout: o.NoOutputTimeout, Timeout: o.IterationTimeout, Grace: o.Grace,
-		OnStart: req.OnStart, Mark: req.Mark, MaxTurns: o.MaxTurns, Permission: o.Permission,
+		OnStart: req.OnStart, Mark: req.Mark, MaxTurns: o.MaxTurns, Permission: o.Permission, Resume: req.Resume,
 	}, func(ev agent.Event) { onEvent(cleanEvent(ev, red)) })
 	a := classify(ctx, cleanResult(res, red), runErr)
 	a.Note = cleanAgentText(a.Note, red) // a start error may quote the command line

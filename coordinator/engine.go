@@ -141,6 +141,7 @@ type Coordinator struct {
 	ctl      sync.Mutex
 	closed   bool
 	running  bool
+	talking  bool          // a conversation turn runs (Talk)
 	done     chan struct{} // closed when the current (or last) run returned
 	last     runEnd
 	stopRun  context.CancelCauseFunc // cancels the current run
@@ -157,7 +158,10 @@ type Coordinator struct {
 
 	// The run goroutine's own state.
 	session mdstate.Session
-	started time.Time
+	// runIterations caps this run's iterations (StartFor); 0: the
+	// options' MaxIterations.
+	runIterations int
+	started       time.Time
 	// scanned is the project scan, made once a session: what kind of
 	// project it is does not change from one task to the next.
 	scanned *projectdetect.Project
@@ -218,6 +222,13 @@ func (c *Coordinator) Run(ctx context.Context) (Outcome, error) {
 
 // Start starts a run in the background; Wait returns its outcome.
 func (c *Coordinator) Start(ctx context.Context) error {
+	return c.StartFor(ctx, 0)
+}
+
+// StartFor starts a run that stops after at most iterations iterations
+// (StopLimit), whatever Options.MaxIterations says; 0 means
+// Options.MaxIterations. Chat's /run N.
+func (c *Coordinator) StartFor(ctx context.Context, iterations int) error {
 	c.ctl.Lock()
 	defer c.ctl.Unlock()
 	switch {
@@ -225,11 +236,14 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		return ErrClosed
 	case c.running:
 		return ErrRunning
+	case c.talking:
+		return ErrTalking
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	c.running, c.done, c.stopRun = true, done, cancel
 	c.paused, c.pausing = false, make(chan struct{})
+	c.runIterations = iterations
 	go func() {
 		out, err := c.run(runCtx)
 		cancel(nil)
@@ -346,6 +360,24 @@ func (c *Coordinator) Close() {
 	}
 	c.events.close()
 	c.lock.Release()
+}
+
+// SetAgent changes the agent (and model) of the turns and runs that
+// start after it; it refuses while one is under way.
+func (c *Coordinator) SetAgent(a Agent, model string) error {
+	c.ctl.Lock()
+	defer c.ctl.Unlock()
+	switch {
+	case c.closed:
+		return ErrClosed
+	case c.running:
+		return ErrRunning
+	case c.talking:
+		return ErrTalking
+	}
+	c.opts.Agent, c.opts.Model = a, model
+	c.snap.Agent, c.snap.Model = a.Name(), model
+	return nil
 }
 
 // Project is the coordinator's view of the state files. A front end that

@@ -293,11 +293,17 @@ func lastEntryFor(lg *mdstate.Log, id string) *mdstate.Entry {
 	}
 	for i := len(lg.Recent) - 1; i >= 0; i-- {
 		e := &lg.Recent[i]
-		if e.Get("task") == id || strings.HasPrefix(e.Title, id+":") || strings.HasPrefix(e.Title, id+" ") {
+		if EntryIsAbout(*e, id) {
 			return e
 		}
 	}
 	return nil
+}
+
+// EntryIsAbout reports whether progress entry e is about task id: an
+// iteration's ("ID: title"), or one naming it in a task field.
+func EntryIsAbout(e mdstate.Entry, id string) bool {
+	return e.Get("task") == id || strings.HasPrefix(e.Title, id+":") || strings.HasPrefix(e.Title, id+" ")
 }
 
 // progressLine is an entry as the prompt shows it: time, title, outcome,

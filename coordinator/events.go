@@ -27,6 +27,8 @@ const (
 	EventGuidanceQueued    EventKind = "guidance_queued"    // a message was queued: Text
 	EventGuidanceDelivered EventKind = "guidance_delivered" // an iteration received and answered the messages in Delivered
 	EventStopped           EventKind = "stopped"            // a run ended: Reason, Text; one per run, its last event
+	EventTurnStarted       EventKind = "turn_started"       // a conversation turn starts (Talk): Text is the person's message
+	EventTurnDone          EventKind = "turn_done"          // a conversation turn ended: Text is the answer, Reason why it was not answered, usage
 )
 
 // dropped reports whether events of kind k may be dropped for a slow

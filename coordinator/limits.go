@@ -287,3 +287,12 @@ func treeFingerprint(ctx context.Context, root string) string {
 	}
 	return b.String()
 }
+
+// iterationLimit is how many iterations this run may make: its own cap
+// (StartFor), else the options'; 0 for no limit.
+func (c *Coordinator) iterationLimit() int {
+	if c.runIterations > 0 {
+		return c.runIterations
+	}
+	return c.opts.MaxIterations
+}

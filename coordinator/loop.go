@@ -61,7 +61,7 @@ func (c *Coordinator) open() (*Outcome, error) {
 	c.own.reset()
 	c.session = mdstate.Session{
 		ID: c.started.UTC().Format("20060102-150405"), Status: mdstate.SessionRunning, Phase: mdstate.PhaseStarting,
-		MaxIterations: c.opts.MaxIterations, Agent: c.opts.Agent.Name(), Model: c.opts.Model,
+		MaxIterations: c.iterationLimit(), Agent: c.opts.Agent.Name(), Model: c.opts.Model,
 		Started: c.started, Updated: c.started,
 	}
 	if repo, err := gitctx.Open(c.opts.Root, proc.Runner{}); err == nil {

@@ -18,6 +18,9 @@ func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
 type PromptOptions struct {
 	Budget int    // estimated tokens; 0: DefaultBudget
 	Task   string // the task being worked on; "": the session's, else the next ready one
+	// NoTask leaves the current task out: a conversation turn works on
+	// none, and every task is among the others.
+	NoTask bool
 }
 
 // block is one part of the context: a section heading and its items.
@@ -43,7 +46,10 @@ func (r *Report) Prompt(opts PromptOptions) (string, *mdstate.Item) {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	cur := r.currentTask(opts.Task)
+	var cur *mdstate.Item
+	if !opts.NoTask {
+		cur = r.currentTask(opts.Task)
+	}
 	// Essentials first, then context, least relevant last.
 	blocks := []block{r.goalsBlock()}
 	blocks = append(blocks, r.taskBlocks(cur)...)

@@ -50,6 +50,9 @@ type AgentReport struct {
 	Todos     []string
 	Decisions []string
 	Summary   string // the message without the tags, shortened to one line
+	// Body is the message without the tags, its lines kept: an answer to
+	// show a person.
+	Body string
 }
 
 var (
@@ -97,7 +100,8 @@ func ParseReport(final string) AgentReport {
 			r.Decisions = append(r.Decisions, s)
 		}
 	}
-	r.Summary = oneLineText(anyTagRe.ReplaceAllString(trimmed, " "))
+	r.Body = strings.TrimSpace(anyTagRe.ReplaceAllString(trimmed, " "))
+	r.Summary = oneLineText(r.Body)
 	if len(r.Summary) > 300 {
 		r.Summary = r.Summary[:strings.LastIndex(r.Summary[:300], " ")+1] + "…"
 	}

@@ -66,8 +66,8 @@ func (c *Coordinator) continued(old *mdstate.Session) mdstate.Session {
 		c.pace.retry = s.Task // a limit stopped it: it goes first after the wait
 	}
 	s.Agent, s.Model = c.opts.Agent.Name(), c.opts.Model
-	if c.opts.MaxIterations > 0 {
-		s.MaxIterations = s.Iteration + c.opts.MaxIterations
+	if n := c.iterationLimit(); n > 0 {
+		s.MaxIterations = s.Iteration + n
 	}
 	return s
 }

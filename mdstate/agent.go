@@ -20,7 +20,8 @@ type Learning struct {
 
 // Agent is AGENT.md: what ralph has learned about working in the project.
 // Every top-level list item in it counts as a learning, wherever a person
-// put it; `ralph learn` adds new ones under the "Learnings" heading.
+// put it, except in an "Agents" section (the project's agent settings);
+// `ralph learn` adds new ones under the "Learnings" heading.
 type Agent struct {
 	Learnings []Learning
 	src       *source
@@ -38,9 +39,22 @@ func ParseAgent(data []byte) (*Agent, error) {
 
 func parseAgent(s *source) *Agent {
 	a := &Agent{src: s, md: parseMarkdown(s)}
+	// An "Agents" section holds the project's agent settings
+	// (coordinator/agentconfig), not learnings: it ends at a heading of
+	// its level or higher, or at a "Learnings" heading.
+	agents := 0
 	for n := a.md.doc.FirstChild(); n != nil; n = n.NextSibling() {
+		if h, isH := n.(*ast.Heading); isH {
+			name := strings.ToLower(strings.TrimRight(a.md.headingText(h), ": "))
+			if agents > 0 && (h.Level <= agents || name == "learnings") {
+				agents = 0
+			}
+			if agents == 0 && name == "agents" {
+				agents = h.Level
+			}
+		}
 		l, ok := n.(*ast.List)
-		if !ok {
+		if !ok || agents > 0 {
 			continue
 		}
 		for li := l.FirstChild(); li != nil; li = li.NextSibling() {

@@ -20,7 +20,8 @@
 //     person appends one at the end of the file, below the session), and
 //     SetSession leaves it where it is; new tasks (ChecklistEdit.Add) go to
 //     the task list, never into those sections.
-//   - In AGENT.md, every top-level list item as a learning.
+//   - In AGENT.md, every top-level list item as a learning, except in an
+//     "Agents" section (agent settings, read by coordinator/agentconfig).
 //   - The progress log is scanned, not parsed: entry headings ("## " at
 //     the start of a line, outside fences and HTML comments) are found in
 //     fixed-size blocks, and only the last entries asked for are parsed, so

@@ -28,12 +28,28 @@ import (
 // its pid in pid-T1, starts a sleep whose pid goes in sleep-T1, and, when
 // wait-T1 exists, waits for go-T1 (at most about 20 s) before it
 // completes.
-const chatAgent = agentPrologue + `printf '%s\n' "$prompt" > "prompt-$task"
+const chatAgent = agentPrologue + chatTurn + `printf '%s\n' "$prompt" > "prompt-$task"
 sleep 30 &
 echo $! > "sleep-$task"
 ` + agentPidAndWait + `kill $! 2>/dev/null
 echo "Did $task."
 echo "<promise>COMPLETE</promise>"
+`
+
+// chatTurn is chatAgent's answer to a conversation turn: it appends the
+// prompt to "turns" (then a "----" line), works as task "turn" (pid-turn,
+// wait-turn, go-turn), adds T9 to RALPH_TASKS.md when asked to "add a
+// task", and answers "You said: " and the message, with a decision.
+const chatTurn = `case "$prompt" in
+"# A message from the person"*)
+	msg=$(printf '%s\n' "$prompt" | sed -n 3p)
+	printf '%s\n----\n' "$prompt" >> turns
+	task=turn
+` + agentPidAndWait + `	case "$msg" in "add a task") printf -- '- [ ] T9: Added in chat\n' >> RALPH_TASKS.md ;; esac
+	echo "You said: $msg"
+	echo "<decision>answered: $msg</decision>"
+	exit 0 ;;
+esac
 `
 
 // chatTerm is `ralph chat` on a pseudo-terminal.
@@ -127,7 +143,12 @@ func (c *chatTerm) expect(pattern string) string {
 			return m
 		}
 	}
-	c.t.Fatalf("no %q on the chat's terminal within 15 s; after what was consumed:\n%s", pattern, c.screen()[c.seen:])
+	after := c.screen()[c.seen:]
+	// A goroutine dump (printed by the cleanup with the terminal) says
+	// where the chat hangs.
+	_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+	time.Sleep(500 * time.Millisecond)
+	c.t.Fatalf("no %q on the chat's terminal within 15 s; after what was consumed:\n%s", pattern, after)
 	return ""
 }
 
@@ -184,7 +205,7 @@ func TestChatWelcomeAfterInterrupt(t *testing.T) {
 	c.expect(`■ stopped: all_done`)
 	c.expect(`ralph \(idle\) › `)
 	c.send("/quit\r")
-	c.expect(`Session: \d+s, 1 iterations, 1 tasks done \(T2\), 0 tokens in, 0 out, \$0\.0000`)
+	c.expect(`Session: \d+s, 0 turns, 1 iteration, 1 task done \(T2\), 0 tokens in, 0 out, \$0\.0000`)
 	if code := c.wait(); code != 0 {
 		t.Fatalf("exit %d after /quit", code)
 	}
@@ -260,7 +281,7 @@ func TestChatGuidanceReachesNextAgentOnce(t *testing.T) {
 		t.Errorf("the message is still queued:\n%s", c.read("RALPH_TASKS.md"))
 	}
 	c.send("\x04")
-	c.expect(`Session: \d+s, 3 iterations, 3 tasks done \(T1, T2, T3\)`)
+	c.expect(`Session: \d+s, 0 turns, 3 iterations, 3 tasks done \(T1, T2, T3\)`)
 	if code := c.wait(); code != 0 {
 		t.Fatalf("exit %d after Ctrl-D", code)
 	}
@@ -326,8 +347,9 @@ func TestChatBareRalph(t *testing.T) {
 	}
 }
 
-// A line starting with ! stops the current iteration; its task goes first
-// again, with the message in its prompt, and the work goes on by itself.
+// A line starting with ! stops the current iteration and is answered as
+// a conversation turn; then the work goes on by itself: the task goes
+// first again, with the message in its prompt, once.
 func TestChatUrgentMessage(t *testing.T) {
 	dir := chatProject(t, chatTasks)
 	c := startChat(t, dir)
@@ -340,21 +362,134 @@ func TestChatUrgentMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.send("!the API changed: use v2\r")
-	c.expect(`✉ urgent: the current iteration stops and the next agent gets "the API changed: use v2"`)
+	c.expect(`✉ urgent: stopping the current iteration to answer "the API changed: use v2"`)
 	c.expect(`■ T1: interrupted`)
+	c.expect(`You said: the API changed: use v2\r?\n`)
 	c.expect(`▶ T1: First \(iteration 2\)`)
 	c.waitFile("pid-T1")
 	if proctest.Alive(first) {
 		t.Errorf("the first agent (pid %d) still runs", first)
 	}
-	if n := strings.Count(c.read("prompt-T1"), "the API changed: use v2"); n != 1 {
-		t.Errorf("T1's second prompt has the message %d times, want 1", n)
+	// Once as guidance; the turn's progress entry may show it too.
+	if n := strings.Count(c.read("prompt-T1"), "## Guidance from the user\n\n- the API changed: use v2\n"); n != 1 {
+		t.Errorf("T1's second prompt has the message as guidance %d times, want 1:\n%s", n, c.read("prompt-T1"))
+	}
+	if !strings.Contains(c.read("turns"), "\n\nthe API changed: use v2\n") {
+		t.Errorf("the turn's prompt lacks the message:\n%s", c.read("turns"))
 	}
 	c.touch("go-T1")
 	c.expect(`■ stopped: all_done`)
 	c.send("/quit\r")
-	c.expect(`Session: \d+s, 4 iterations, 3 tasks done \(T1, T2, T3\)`)
+	c.expect(`Session: \d+s, 1 turn, 4 iterations, 3 tasks done \(T1, T2, T3\)`)
 	if code := c.wait(); code != 0 {
+		t.Fatalf("exit %d after /quit", code)
+	}
+}
+
+// A plain line at the idle prompt is a conversation turn: the answer
+// shows, the agent's change to the tasks shows as a notice, the second
+// turn continues the first (an exec agent has no session: the turn is
+// replayed), each turn and the session's summary are in the progress log.
+func TestChatConversation(t *testing.T) {
+	dir := chatProject(t, chatTasks)
+	c := startChat(t, dir)
+	c.expect(`ralph \(idle\) › `)
+	c.send("hello there\r")
+	c.expect(`You said: hello there\r?\n`)
+	c.expect(`\(\d+(\.\d+)?m?s · 0 in, 0 out tokens\)`)
+	c.expect(`ralph \(idle\) › `)
+	c.send("add a task\r")
+	c.expect(`You said: add a task\r?\n`)
+	c.expect(`✎ RALPH_TASKS.md: T9 added`) // the watcher's notice, 50 ms after the write
+	c.expect(`ralph \(idle\) › `)
+	turns := strings.Split(c.read("turns"), "----\n")
+	if len(turns) != 3 || !strings.Contains(turns[1], "They said: hello there\n  You answered: You said: hello there") {
+		t.Errorf("the second turn's prompt does not replay the first:\n%s", c.read("turns"))
+	}
+	c.send("/log\r")
+	c.expect(`## .* — chat: add a task\r?\n- outcome: answered`)
+	c.send("/quit\r")
+	c.expect(`Session: \d+s, 2 turns, 0 iterations, no task done`)
+	c.expect(`Decided: answered: hello there\r?\nDecided: answered: add a task\r?\n`)
+	if code := c.wait(); code != 0 {
+		t.Fatalf("exit %d after /quit", code)
+	}
+	progress := c.read("RALPH_PROGRESS.md")
+	for _, want := range []string{"— chat: hello there\n- outcome: answered\n- agent: exec\n", "- answer: You said: hello there\n",
+		"— chat session ended\n", "- left: quit\n- turns: 2\n- iterations: 0\n- done: none\n", "  - answered: add a task\n"} {
+		if !strings.Contains(progress, want) {
+			t.Errorf("RALPH_PROGRESS.md lacks %q:\n%s", want, progress)
+		}
+	}
+	if !strings.Contains(c.read("RALPH_TASKS.md"), "- [ ] T9: Added in chat\n") {
+		t.Errorf("T9 is gone:\n%s", c.read("RALPH_TASKS.md"))
+	}
+}
+
+// Ctrl-C while the agent answers stops it, its whole tree, at once; the
+// turn is recorded as interrupted and the prompt comes back.
+func TestChatCtrlCStopsAnswer(t *testing.T) {
+	dir := chatProject(t, chatTasks)
+	c := startChat(t, dir)
+	c.touch("wait-turn")
+	c.expect(`ralph \(idle\) › `)
+	c.send("think about it\r")
+	c.waitFile("pid-turn")
+	c.expect(`ralph \(answering\) › `)
+	c.send("and this too\r")
+	c.expect(`the agent is answering; your message comes next: 1 waiting`)
+	agent := c.pidIn("pid-turn")
+	began := time.Now()
+	c.send("\x03")
+	c.expect(`dropped 1 message\(s\) waiting for the agent`)
+	c.expect(`■ interrupted: stopped by the person`)
+	c.expect(`ralph \(idle\) › `)
+	t.Logf("Ctrl-C to the idle prompt during an answer: %s", time.Since(began))
+	if proctest.Alive(agent) {
+		t.Errorf("the answering agent (pid %d) still runs", agent)
+	}
+	if p := c.read("RALPH_PROGRESS.md"); !strings.Contains(p, "— chat: think about it\n- outcome: interrupted\n") {
+		t.Errorf("no interrupted turn in the log:\n%s", p)
+	}
+	c.send("/quit\r")
+	if code := c.wait(); code != 0 {
+		t.Fatalf("exit %d after /quit", code)
+	}
+}
+
+// A chat killed with SIGKILL mid-iteration leaves nothing running; the
+// next chat says the session was interrupted and /run recovers and
+// finishes it.
+func TestChatKilledThenRecovered(t *testing.T) {
+	dir := chatProject(t, chatTasks)
+	c := startChat(t, dir)
+	c.touch("wait-T1")
+	c.expect(`ralph \(idle\) › `)
+	c.send("/run\r")
+	c.waitFile("pid-T1")
+	agent, sleep := c.pidIn("pid-T1"), c.pidIn("sleep-T1")
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.wait()
+	for _, pid := range []int{agent, sleep} {
+		for deadline := time.Now().Add(5 * time.Second); proctest.Alive(pid) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if proctest.Alive(pid) {
+			t.Errorf("pid %d outlived the killed chat by 5 s", pid)
+		}
+	}
+	c.touch("go-T1")
+	c2 := startChat(t, dir)
+	c2.expect(`session    \d+-\d+ was interrupted at iteration 1 while T1 was in progress`)
+	c2.expect(`ralph \(idle\) › `)
+	c2.send("/run\r")
+	c2.expect(`↻ resuming session \d+-\d+ \(interrupted at iteration 1, task T1`)
+	c2.expect(`■ stopped: all_done`)
+	c2.send("/quit\r")
+	c2.expect(`Session: \d+s, 0 turns, 3 iterations, 3 tasks done \(T1, T2, T3\)`)
+	if code := c2.wait(); code != 0 {
 		t.Fatalf("exit %d after /quit", code)
 	}
 }

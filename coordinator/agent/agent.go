@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -68,6 +69,15 @@ type Request struct {
 	// Permission is what the agent may do without asking; "" is
 	// PermissionBypass. Backends map it to their CLI's own flags.
 	Permission Permission
+	// Resume, when set, continues the agent's own earlier session with
+	// this id (Result.SessionID of an earlier run) instead of starting a
+	// new one: claude --resume, codex exec resume, opencode --session,
+	// gemini --resume. A chat's conversation goes on across turns so.
+	Resume string
+	// Args are extra arguments for the CLI, from the person's agent
+	// settings: they come after ralph's own, before the prompt when the
+	// prompt is an argument.
+	Args []string
 }
 
 // EventKind names what an Event reports.
@@ -133,8 +143,14 @@ type Result struct {
 	// Usage and CostUSD are the run's, as the CLI totals them at the end;
 	// for a run ralph stopped before that, the sum of the calls it
 	// streamed, the cost estimated from the price table (see PriceOf).
-	Usage    Usage
-	CostUSD  float64
+	Usage   Usage
+	CostUSD float64
+	// UsageKnown and CostKnown say whether the CLI reported Usage and
+	// CostUSD (or streamed enough to estimate them): a 0 that is not
+	// known is shown as unknown, never as free.
+	UsageKnown, CostKnown bool
+	// Model is the model the CLI says it ran ("" when it does not say).
+	Model    string
 	NumTurns int
 	// SkippedLines counts stdout lines that were not understood: not JSON,
 	// or longer than the line limit. They are still in RawLog.
@@ -155,6 +171,10 @@ type Backend interface {
 	// Grace) and returns ErrorKind "interrupted". The error is non-nil
 	// only when the child could not be started at all.
 	Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error)
+	// Command is the command line Run starts for req, program first, for
+	// a person to read (ralph agents, the run's header): a prompt passed
+	// as an argument shows as "PROMPT".
+	Command(req Request) []string
 }
 
 // ErrNotInstalled reports that no usable agent CLI was found.
@@ -164,35 +184,78 @@ var ErrNotInstalled = errors.New("no agent CLI found")
 const installHint = "install Claude Code (npm install -g @anthropic-ai/claude-code), " +
 	`or run any agent program with --agent exec --agent-cmd "PROGRAM ARGS"`
 
-// autodetect is the order in which Find looks for an agent CLI.
-var autodetect = []string{"claude", "codex", "opencode", "gemini"}
-
 // Find returns the backend for name, or, for name "", for the first of
 // claude, codex, opencode and gemini that lookPath finds. "exec" needs a
 // command: use Exec.
 func Find(name string, lookPath func(string) (string, error)) (Backend, error) {
 	switch name {
 	case "":
-		for _, n := range autodetect {
-			if _, err := lookPath(n); err == nil {
-				return Find(n, lookPath)
+		for _, c := range clis {
+			if _, err := lookPath(c.name); err == nil {
+				return Find(c.name, lookPath)
 			}
 		}
-		return nil, fmt.Errorf("%w on PATH (looked for %s): %s", ErrNotInstalled, joinNames(autodetect), installHint)
-	case "claude":
-		p, err := lookPath("claude")
-		if err != nil {
-			return nil, fmt.Errorf("%w: claude is not on PATH: %s", ErrNotInstalled, installHint)
-		}
-		return Claude(p), nil
-	case "codex", "opencode", "gemini":
-		return nil, fmt.Errorf("the %s backend comes in a later version of ralph; use --agent claude, "+
-			`or --agent exec --agent-cmd "%s …" to run it as a plain program`, name, name)
+		return nil, fmt.Errorf("%w on PATH (looked for %s): %s", ErrNotInstalled, joinNames(CLINames()), installHint)
 	case "exec":
 		return nil, fmt.Errorf(`--agent exec needs the program to run: --agent-cmd "PROGRAM ARGS"`)
-	default:
-		return nil, fmt.Errorf("unknown agent %q: use claude or exec (codex, opencode and gemini come later)", name)
 	}
+	if c, ok := findCLI(name); ok {
+		p, err := lookPath(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s is not on PATH: install it (%s), or pick another with --agent (ralph agents lists them)", ErrNotInstalled, name, c.install)
+		}
+		return c.backend(p), nil
+	}
+	return nil, fmt.Errorf("unknown agent %q: use %s", name, strings.Join(append(CLINames(), "exec"), ", "))
+}
+
+// CLINames are the agent CLIs ralph drives, in the order Find("") looks
+// for them on PATH.
+func CLINames() []string {
+	names := make([]string, len(clis))
+	for i, c := range clis {
+		names[i] = c.name
+	}
+	return names
+}
+
+// cli is an agent CLI ralph drives.
+type cli struct {
+	name    string                   // the backend's name, also its program's
+	backend func(bin string) Backend // the backend, given the program's path
+	install string                   // how a person installs it (a command)
+	// permissionFlags says how the CLI is told a permission mode, for the
+	// run's header (PermissionFlags).
+	permissionFlags func(Permission) string
+	// maxTurnsFlag is how the CLI is told a turn cap, for the run's
+	// header; nil when it takes none (MaxTurnsFlag).
+	maxTurnsFlag func(n int) string
+}
+
+// InstallHint says how to install the agent CLI named name ("" for a
+// name ralph does not drive).
+func InstallHint(name string) string {
+	c, _ := findCLI(name)
+	return c.install
+}
+
+// findCLI is the CLI named name.
+func findCLI(name string) (cli, bool) {
+	for _, c := range clis {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return cli{}, false
+}
+
+// clis are the agent CLIs ralph drives, in the order Find("") looks for
+// them: Claude Code first, the one tested longest.
+var clis = []cli{
+	{name: "claude", backend: Claude, install: "npm install -g @anthropic-ai/claude-code", permissionFlags: claudePermissionFlags, maxTurnsFlag: claudeMaxTurnsFlag},
+	{name: "codex", backend: Codex, install: "npm install -g @openai/codex", permissionFlags: codexPermissionFlags},
+	{name: "opencode", backend: Opencode, install: "npm install -g opencode-ai", permissionFlags: opencodePermissionFlags},
+	{name: "gemini", backend: Gemini, install: "npm install -g @google/gemini-cli", permissionFlags: geminiPermissionFlags, maxTurnsFlag: geminiMaxTurnsFlag},
 }
 
 func joinNames(names []string) string {

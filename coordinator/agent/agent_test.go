@@ -191,13 +191,16 @@ func TestFind(t *testing.T) {
 	}{
 		{name: "", installed: []string{"gemini", "claude"}, wantName: "claude"},
 		{name: "claude", installed: []string{"claude"}, wantName: "claude"},
-		{name: "", installed: []string{"opencode", "gemini"}, wantErr: []string{"opencode backend comes in a later version", "--agent claude", "--agent exec"}},
+		{name: "", installed: []string{"opencode", "gemini"}, wantName: "opencode"},
+		{name: "", installed: []string{"gemini", "codex"}, wantName: "codex"},
+		{name: "", installed: []string{"gemini"}, wantName: "gemini"},
 		{name: "", installed: nil, notFound: true, wantErr: []string{"npm install -g @anthropic-ai/claude-code", `--agent exec --agent-cmd "PROGRAM ARGS"`, "claude, codex, opencode and gemini"}},
 		{name: "claude", installed: []string{"codex"}, notFound: true, wantErr: []string{"claude is not on PATH", "npm install -g @anthropic-ai/claude-code"}},
-		{name: "codex", installed: []string{"codex"}, wantErr: []string{"codex backend comes in a later version", "use --agent claude"}},
-		{name: "gemini", wantErr: []string{"gemini backend comes in a later version"}},
+		{name: "codex", installed: []string{"codex"}, wantName: "codex"},
+		{name: "gemini", notFound: true, wantErr: []string{"gemini is not on PATH", "npm install -g @google/gemini-cli"}},
+		{name: "opencode", installed: []string{"claude"}, notFound: true, wantErr: []string{"opencode is not on PATH", "npm install -g opencode-ai"}},
 		{name: "exec", wantErr: []string{"--agent-cmd"}},
-		{name: "aider", wantErr: []string{`unknown agent "aider"`}},
+		{name: "aider", wantErr: []string{`unknown agent "aider": use claude, codex, opencode, gemini, exec`}},
 	}
 	for _, tt := range tests {
 		lookPath := func(name string) (string, error) {

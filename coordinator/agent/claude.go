@@ -17,7 +17,7 @@ import (
 // Claude returns the backend for Claude Code at bin ("claude" finds it on
 // PATH). It runs
 //
-//	claude -p --output-format stream-json --verbose --include-partial-messages PERMISSION [--model M] [--max-turns N]
+//	claude -p --output-format stream-json --verbose --include-partial-messages PERMISSION [--model M] [--max-turns N] [--resume ID] [ARGS]
 //
 // with the prompt on stdin (no argv length limit). The partial messages
 // carry each model call's real usage while it streams: the assistant lines
@@ -50,7 +50,10 @@ func (b claudeBackend) args(req Request) []string {
 		// Accepted though `claude --help` does not list it (AGENT-CLIS.md).
 		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))
 	}
-	return args
+	if req.Resume != "" {
+		args = append(args, "--resume", req.Resume)
+	}
+	return append(args, req.Args...)
 }
 
 func (b claudeBackend) env(req Request) []string {
@@ -70,6 +73,11 @@ func (b claudeBackend) env(req Request) []string {
 		}
 	}
 	return append(out, "IS_SANDBOX=1")
+}
+
+// Command is the command line Run starts for req.
+func (b claudeBackend) Command(req Request) []string {
+	return append([]string{b.bin}, b.args(req)...)
 }
 
 func (b claudeBackend) Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error) {
@@ -494,6 +502,7 @@ func rawStrings(raw json.RawMessage) string {
 // Result. now resolves reset times stated without a date.
 func (s *claudeStream) finish(end childEnd, now time.Time) Result {
 	r := Result{
+		Model:        s.model,
 		SessionID:    s.sessionID,
 		ExitCode:     end.exitCode,
 		Duration:     end.duration,
@@ -509,8 +518,11 @@ func (s *claudeStream) finish(end childEnd, now time.Time) Result {
 		// What it spent until the stop is the record: a run stopped for
 		// its budget must count toward it.
 		r.Usage, r.CostUSD = s.streamed, s.estimate
+		_, r.CostKnown = PriceOf(s.model)
+		r.UsageKnown = true
 		if s.result != nil {
 			r.Usage, r.CostUSD = s.result.Usage.usage(), s.result.TotalCostUSD
+			r.CostKnown = true
 		}
 		return r
 	}
@@ -533,6 +545,7 @@ func (s *claudeStream) finish(end childEnd, now time.Time) Result {
 		r.SessionID = l.SessionID
 	}
 	r.Usage, r.CostUSD, r.NumTurns = l.Usage.usage(), l.TotalCostUSD, l.NumTurns
+	r.UsageKnown, r.CostKnown = true, true
 	r.APIStatus = rawInt(l.APIErrorStatus)
 	r.ErrorKind, r.ResetAt = classify(l, r.APIStatus, now)
 	if r.ErrorKind == "" {

@@ -35,11 +35,14 @@ func TestClaudeSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Result{
-		Final:     "Wrote notes.txt.\n<promise>COMPLETE</promise>",
-		SessionID: agenttest.SessionID,
-		Usage:     Usage{In: 250 + 20 + 30, Out: 40},
-		CostUSD:   0.0123,
-		NumTurns:  2,
+		Final:      "Wrote notes.txt.\n<promise>COMPLETE</promise>",
+		SessionID:  agenttest.SessionID,
+		Usage:      Usage{In: 250 + 20 + 30, Out: 40},
+		CostUSD:    0.0123,
+		NumTurns:   2,
+		Model:      "claude-fake-1", // the init line's
+		UsageKnown: true,
+		CostKnown:  true,
 	}
 	got := res
 	got.Duration, got.PID = 0, 0

@@ -44,6 +44,10 @@ type execBackend struct{ argv []string }
 
 func (execBackend) Name() string { return "exec" }
 
+// Command is the program and its arguments, as given; the prompt goes on
+// stdin.
+func (b execBackend) Command(Request) []string { return append([]string(nil), b.argv...) }
+
 func (b execBackend) Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error) {
 	s := &textStream{onEvent: onEvent}
 	if s.onEvent == nil {

@@ -64,15 +64,11 @@ func (p Permission) orDefault() Permission {
 // PermissionFlags says how the backend named name carries out mode p: the
 // flags and environment its CLI gets, for the run's header.
 func PermissionFlags(name string, p Permission) string {
-	switch name {
-	case "claude":
-		s := strings.Join(claudePermissionArgs(p), " ")
-		if p.orDefault() == PermissionBypass && os.Geteuid() == 0 {
-			s += " with IS_SANDBOX=1, as ralph runs as root"
-		}
-		return s
-	case "exec":
+	if name == "exec" {
 		return "not passed on: the program runs with your user's rights and decides for itself"
+	}
+	if c, ok := findCLI(name); ok && c.permissionFlags != nil {
+		return c.permissionFlags(p)
 	}
 	return ""
 }
@@ -80,11 +76,23 @@ func PermissionFlags(name string, p Permission) string {
 // MaxTurnsFlag says how the backend named name passes on a turn cap of n
 // (Request.MaxTurns), for the run's header: "" when it takes none.
 func MaxTurnsFlag(name string, n int) string {
-	if name == "claude" && n > 0 {
-		return "--max-turns " + strconv.Itoa(n)
+	if c, ok := findCLI(name); ok && c.maxTurnsFlag != nil && n > 0 {
+		return c.maxTurnsFlag(n)
 	}
 	return ""
 }
+
+// claudePermissionFlags says how Claude Code carries out mode p.
+func claudePermissionFlags(p Permission) string {
+	s := strings.Join(claudePermissionArgs(p), " ")
+	if p.orDefault() == PermissionBypass && os.Geteuid() == 0 {
+		s += " with IS_SANDBOX=1, as ralph runs as root"
+	}
+	return s
+}
+
+// claudeMaxTurnsFlag is Claude Code's turn cap n.
+func claudeMaxTurnsFlag(n int) string { return "--max-turns " + strconv.Itoa(n) }
 
 // claudePermissionArgs are Claude Code's flags for mode p.
 func claudePermissionArgs(p Permission) []string {

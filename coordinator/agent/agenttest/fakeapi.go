@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -251,16 +249,7 @@ func sse(w http.ResponseWriter, event string, data any) {
 // ends, and returns its base URL.
 func (f *FakeAPI) Start(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(f)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return serveLoopback(t, f)
 }
 
 // FakeAPIEnv is the environment for a real CLI that may talk to the fake

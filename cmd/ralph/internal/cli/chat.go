@@ -15,6 +15,7 @@ import (
 
 	"github.com/ralph-dev/ralph/chat"
 	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/coordinator/agentconfig"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -29,19 +30,26 @@ func NewCmdChat(f *Factory) *cobra.Command {
 lock (like ralph run, so a second chat or run beside it is refused with exit
 4), prints where the project stands, and waits for your commands:
 
-  /run                 work through the tasks in the background
+  a plain line         talk with the agent: it answers with the project's
+                       context, and may add tasks or change files as asked
+  /run [N]             work through the tasks in the background (N: at
+                       most N iterations)
   /pause /resume /stop pause after this iteration, take it back, stop now
-  /status /tasks /task /goals /todo /learn /context /history
+  /status /tasks /task /goals /todo /learn /context /history /log /agents
                        the CLI commands of the same names, in the session
   /queue               the messages queued for the agents
   /help /quit
 
+The conversation goes on across turns and across restarts: each turn's
+entry in RALPH_PROGRESS.md keeps the agent's session id, and the next turn
+resumes it (an agent without sessions gets the recent turns replayed).
 While work runs, a plain line is a message for the next agent (kept in
 RALPH_TASKS.md's Guidance list until an agent answered it), and a line
-starting with ! stops the current iteration so that an agent gets it at
-once. Ctrl-C stops the work (the agent and all it started, its task back to
-pending); at an idle, empty prompt Ctrl-C twice, Ctrl-D or /quit leaves.
-Conversation with the agent at an idle prompt is not built yet.
+starting with ! pauses the work, is answered as a turn, and the work then
+goes on with the message in the next agent's prompt. Ctrl-C stops the work
+or the answer (the agent and all it started; a task back to pending); at an
+idle, empty prompt Ctrl-C twice, Ctrl-D or /quit leaves, and the session's
+summary goes in the progress log.
 
 The flags are ralph run's and shape the runs the session starts. With stdin
 not a terminal, ralph chat reads commands line by line, prints no escape
@@ -92,6 +100,10 @@ func chatSession(f *Factory, ctx context.Context, opts coordinator.Options) erro
 			return Main(ctx, append([]string{"-C", opts.Root}, args...), IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}, f.Env)
 		},
 		Signals: sigs, Git: f.Env.Git,
+		PickAgent: func(name, model string) (coordinator.Agent, string, error) {
+			a, set, err := pickAgent(f, opts.Root, agentconfig.Asked{Agent: name, EnvAgent: f.Env.Agent, Model: model}, "")
+			return a, set.Model.Value, err
+		},
 	})
 	if err != nil {
 		return err
@@ -99,7 +111,8 @@ func chatSession(f *Factory, ctx context.Context, opts coordinator.Options) erro
 	return chatExit(res, tty)
 }
 
-// chatExit: a signal's code; without a terminal, the last run's; else 0.
+// chatExit: a signal's code; without a terminal, the last run's, or 1
+// when the last conversation turn failed; else 0.
 func chatExit(res chat.Result, tty bool) error {
 	if res.Left == chat.LeftSignal {
 		code := ExitInterrupted
@@ -111,10 +124,15 @@ func chatExit(res chat.Result, tty bool) error {
 		}
 		return &exitError{code: code, msg: "stopped by " + res.Signal.String() + "; `ralph run` or `ralph chat` continues the session"}
 	}
-	if tty || res.LastRun == nil {
+	switch {
+	case tty:
 		return nil
+	case res.LastRun != nil:
+		return runExit(*res.LastRun)
+	case res.TurnFailed:
+		return &exitError{code: ExitFailure, msg: "the agent could not answer the last message"}
 	}
-	return runExit(*res.LastRun)
+	return nil
 }
 
 // isTerminal reports whether a stream is a terminal.

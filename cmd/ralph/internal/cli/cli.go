@@ -63,6 +63,10 @@ type Env struct {
 	// NO_COLOR.
 	Term    string
 	NoColor bool
+	// ConfigDir is the user's configuration folder (os.UserConfigDir),
+	// which holds ralph/agents.md, and Home the home folder (shown as ~);
+	// "" when unknown.
+	ConfigDir, Home string
 }
 
 // Factory gives commands what they share.
@@ -238,11 +242,13 @@ IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 		NewCmdLearn(f),
 		NewCmdContext(f),
 		NewCmdHistory(f),
+		NewCmdLog(f),
 		NewCmdRestore(f),
 		NewCmdRun(f),
 		NewCmdResume(f),
 		NewCmdDemo(f),
 		NewCmdChat(f),
+		NewCmdAgents(f),
 	)
 	cmd.InitDefaultCompletionCmd()
 	group(cmd)
@@ -332,6 +338,8 @@ func EnvFromOS() (Env, error) {
 	}
 	env := Env{Dir: dir, Agent: os.Getenv("RALPH_AGENT"), Git: projectdetect.GitConfigFromEnv(os.Getenv),
 		Secrets: coordinator.SecretsFromEnv(os.Environ()), Term: os.Getenv("TERM"), NoColor: os.Getenv("NO_COLOR") != ""}
+	env.ConfigDir, _ = os.UserConfigDir()
+	env.Home, _ = os.UserHomeDir()
 	if s := os.Getenv("RALPH_NOW"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralph-dev/ralph/coordinator"
-	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/agentconfig"
 )
 
 // oneShotOptions are the root command's flags for `ralph "task"`.
@@ -48,7 +48,7 @@ func addOneShot(f *Factory, root *cobra.Command) {
 	fl.StringVar(&o.Model, "model", "", "one-shot: the `MODEL` the agent uses")
 	fl.BoolVar(&o.JSON, "json", false, "one-shot: print the result as JSON")
 	fl.IntVar(&o.MaxTurns, "max-turns", DefaultMaxTurns, "one-shot: the agent makes at most `N` model calls (claude --max-turns; 0: no cap)")
-	fl.StringVar(&o.PermissionMode, "permission-mode", string(agent.PermissionBypass), "one-shot: "+permissionFlagUsage)
+	fl.StringVar(&o.PermissionMode, "permission-mode", "", "one-shot: "+permissionFlagUsage)
 }
 
 // severalWords refuses bare words that name no command: a usage error
@@ -69,17 +69,17 @@ func runOneShot(f *Factory, c *cobra.Command, o oneShotOptions, task string) err
 	if o.MaxTurns < 0 {
 		return usagef("--max-turns must not be negative")
 	}
-	perm, err := agent.ParsePermission(o.PermissionMode)
+	perm, err := askedPermission(o.PermissionMode)
 	if err != nil {
 		return usagef("--permission-mode: %v", err)
 	}
-	ag, err := pickAgent(f, o.Agent, o.AgentCmd)
+	p, _ := f.Project()
+	ag, set, err := pickAgent(f, p.Root, agentconfig.Asked{Agent: o.Agent, EnvAgent: f.Env.Agent, Model: o.Model, Permission: perm}, o.AgentCmd)
 	if err != nil {
 		return err
 	}
-	p, _ := f.Project()
-	opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxTurns: o.MaxTurns, Permission: perm,
-		Now: f.nowFunc(), Git: f.Env.Git, Secrets: f.Env.Secrets}
+	opts := coordinator.Options{Root: p.Root, Agent: ag, Model: set.Model.Value, MaxTurns: o.MaxTurns, Permission: set.Permission.Value,
+		Now: f.nowFunc(), Git: f.Env.Git, Secrets: withAgentSecrets(f.Env.Secrets, set)}
 	// The header goes to stderr even with --json: stdout is the result's.
 	fmt.Fprintf(f.IO.ErrOut, "ralph: %s\n", newRunHeader(opts))
 	res, err := coordinator.OneShot(c.Context(), opts, task)

@@ -13,7 +13,7 @@ import (
 	"github.com/ralph-dev/ralph/chat"
 	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/coordinator/agent"
-	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/coordinator/agentconfig"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -48,22 +48,28 @@ type RunOptions struct {
 	Resources                    coordinator.Resources
 }
 
-// pickAgent resolves --agent, then RALPH_AGENT, then the first agent CLI
-// on PATH.
-func pickAgent(f *Factory, name, cmdline string) (coordinator.Agent, error) {
+// pickAgent resolves the agent and the settings it runs with: --agent,
+// then RALPH_AGENT, then the agent settings of the project at root and of
+// the machine, then the first agent CLI installed (chooseAgent). An exec
+// agent has no settings but the command line's.
+func pickAgent(f *Factory, root string, asked agentconfig.Asked, cmdline string) (coordinator.Agent, agentconfig.Choice, error) {
+	name := asked.Agent
 	if name == "" {
-		name = f.Env.Agent
+		name = asked.EnvAgent
 	}
 	if name == "exec" || (name == "" && cmdline != "") {
 		if cmdline == "" {
-			return nil, usagef("--agent exec needs --agent-cmd \"PROGRAM ARGS\"")
+			return nil, agentconfig.Choice{}, usagef("--agent exec needs --agent-cmd \"PROGRAM ARGS\"")
 		}
-		return agent.Exec(cmdline)
+		ag, err := agent.Exec(cmdline)
+		c := agentconfig.Choice{Agent: agentconfig.Agent{Name: "exec",
+			Model: agentconfig.Setting[string]{Value: asked.Model}, Permission: agentconfig.Setting[agent.Permission]{Value: asked.Permission}}}
+		return ag, c, err
 	}
 	if cmdline != "" {
-		return nil, usagef("--agent-cmd goes with --agent exec")
+		return nil, agentconfig.Choice{}, usagef("--agent-cmd goes with --agent exec")
 	}
-	return agent.Find(name, proc.LookPath)
+	return chooseAgent(f, root, asked)
 }
 
 // NewCmdRun builds `ralph run`.
@@ -105,8 +111,11 @@ keys, tokens, secrets and passwords are written as [redacted] everywhere.
 
 ` + permissionHelp + `
 
-The agent is --agent, else $RALPH_AGENT, else the first of claude, codex,
-opencode, gemini found on PATH. --agent exec --agent-cmd "PROGRAM ARGS"
+The agent is --agent, else $RALPH_AGENT, else the default in AGENT.md's
+Agents section, else the one in your machine's agents.md, else the first
+of claude, codex, opencode, gemini installed; its model, permission mode,
+extra arguments, program and environment may be set there too ('ralph
+agents --help' shows how). --agent exec --agent-cmd "PROGRAM ARGS"
 runs any program: the prompt on its stdin, its last output as its final
 message.
 
@@ -137,7 +146,7 @@ Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
 // addFlags registers the flags that shape a run: ralph run's, and ralph
 // chat's for the runs it starts.
 func (o *RunOptions) addFlags(fl *pflag.FlagSet) {
-	fl.StringVar(&o.Agent, "agent", "", "the agent CLI: `NAME` claude or exec (codex, opencode, gemini later)")
+	fl.StringVar(&o.Agent, "agent", "", "the agent CLI: `NAME` claude, codex, opencode, gemini or exec (ralph agents lists them)")
 	fl.StringVar(&o.AgentCmd, "agent-cmd", "", "with --agent exec: the `COMMAND` to run, prompt on stdin")
 	fl.StringVar(&o.Model, "model", "", "the `MODEL` the agent uses (default: the agent's own)")
 	fl.IntVar(&o.MaxIterations, "max-iterations", 0, "stop after `N` iterations (0: no limit)")
@@ -145,7 +154,7 @@ func (o *RunOptions) addFlags(fl *pflag.FlagSet) {
 	fl.Int64Var(&o.MaxTokens, "max-tokens", 0, "stop once the session has used `N` tokens, in and out, even mid-task (0: no limit)")
 	fl.DurationVar(&o.MaxTime, "max-time", 0, "stop after `DURATION`, e.g. 2h, even mid-task (0: no limit)")
 	fl.IntVar(&o.MaxTurns, "max-turns", DefaultMaxTurns, "each agent makes at most `N` model calls (claude --max-turns; 0: no cap)")
-	fl.StringVar(&o.PermissionMode, "permission-mode", string(agent.PermissionBypass), permissionFlagUsage)
+	fl.StringVar(&o.PermissionMode, "permission-mode", "", permissionFlagUsage)
 	fl.StringVar(&o.Task, "task", "", "work on this task `ID` only")
 	fl.BoolVar(&o.JSON, "json", false, "print one JSON event per line on stdout instead of the display")
 	fl.BoolVar(&o.Commit, "commit", false, "commit each completed task (what its agent changed, plus the state files)")
@@ -169,7 +178,7 @@ func (o *RunOptions) validate() error {
 	if o.MaxIterations < 0 || o.MaxCost < 0 || o.MaxTokens < 0 || o.MaxTime < 0 || o.MaxTurns < 0 || o.Backoff < 0 {
 		return usagef("limits must not be negative")
 	}
-	perm, err := agent.ParsePermission(o.PermissionMode)
+	perm, err := askedPermission(o.PermissionMode)
 	if err != nil {
 		return usagef("--permission-mode: %v", err)
 	}
@@ -203,17 +212,19 @@ func (o *RunOptions) options(f *Factory) (coordinator.Options, error) {
 	choice := coordinator.ChooseAgent(p, coordinator.AgentChoice{Agent: o.Agent, DefaultAgent: f.Env.Agent,
 		Command: o.AgentCmd, Model: o.Model, NewSession: o.NewSession})
 	o.Agent, o.Model = choice.Agent, choice.Model
-	ag, err := pickAgent(f, o.Agent, o.AgentCmd)
+	ag, set, err := pickAgent(f, p.Root, agentconfig.Asked{Agent: o.Agent, EnvAgent: f.Env.Agent, Model: o.Model, Permission: o.permission}, o.AgentCmd)
 	if err != nil {
 		return coordinator.Options{}, err
 	}
-	opts := coordinator.Options{Root: p.Root, Agent: ag, Model: o.Model, MaxIterations: o.MaxIterations,
-		MaxCost: o.MaxCost, MaxTokens: o.MaxTokens, MaxTime: o.MaxTime, MaxTurns: o.MaxTurns, Permission: o.permission, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
+	// The settings' model and permission, resolved here so that the run's
+	// header shows what really runs.
+	opts := coordinator.Options{Root: p.Root, Agent: ag, Model: set.Model.Value, MaxIterations: o.MaxIterations,
+		MaxCost: o.MaxCost, MaxTokens: o.MaxTokens, MaxTime: o.MaxTime, MaxTurns: o.MaxTurns, Permission: set.Permission.Value, TaskID: strings.ToUpper(o.Task), Command: "ralph run", Commit: o.Commit,
 		NewSession: o.NewSession, OnFailure: coordinator.FailurePolicy(o.OnFailure), MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Breaker: o.Breaker,
 		NoOutputTimeout: o.NoOutputTimeout, IterationTimeout: o.IterationTimeout}
 	opts.Now = f.nowFunc()
 	opts.Git = f.Env.Git
-	opts.Secrets, opts.Resources = f.Env.Secrets, o.Resources
+	opts.Secrets, opts.Resources = withAgentSecrets(f.Env.Secrets, set), o.Resources
 	opts.Watch = true // a person's edits show, and a task they take stops
 	return opts, nil
 }
@@ -407,7 +418,7 @@ and every run shows it first:
                 claude --permission-mode default ("ask" means this too)
 With --agent exec the mode is only shown: the program decides.`
 
-const permissionFlagUsage = "what the agent may do without asking: `MODE` bypass, accept-edits or default (see above)"
+const permissionFlagUsage = "what the agent may do without asking: `MODE` bypass, accept-edits or default (see above; default: the agent's settings, else bypass)"
 
 // runHeader is how a run starts its agents: which agent, with which
 // permissions, within which limits. It is shown before any agent starts:
