@@ -49,7 +49,7 @@ func eventLine(ev coordinator.Event) string {
 	case coordinator.EventResumed:
 		return "↻ " + ev.Text + "\n"
 	case coordinator.EventTaskStarted:
-		return fmt.Sprintf("▶ %s: %s (iteration %d)\n", ev.Task, ev.Title, ev.Iteration)
+		return StartLine(ev)
 	case coordinator.EventAgentText:
 		var b strings.Builder
 		for _, l := range strings.Split(strings.TrimRight(ev.Text, "\n"), "\n") {
@@ -59,7 +59,7 @@ func eventLine(ev coordinator.Event) string {
 	case coordinator.EventToolUse:
 		return "  ⚙ " + ev.Tool + "\n"
 	case coordinator.EventRetry:
-		return fmt.Sprintf("  ↻ retrying in %s (attempt %d)\n", ev.Delay.Round(time.Second), ev.Attempt)
+		return RetryLine(ev)
 	case coordinator.EventWaiting:
 		return fmt.Sprintf("⏸ usage or rate limit: waiting until %s (Ctrl-C stops)\n", ev.Until.Local().Format("15:04:05"))
 	case coordinator.EventNotice:
@@ -91,7 +91,34 @@ func IterationLine(ev coordinator.Event) string {
 	if ev.Reason != "" {
 		line += " (" + ev.Reason + ")"
 	}
+	if ev.UsageUnknown {
+		return line + " · tokens unknown\n" // the agent's CLI does not say
+	}
 	return fmt.Sprintf("%s · %d in, %d out tokens\n", line, ev.TokensIn, ev.TokensOut)
+}
+
+// StartLine is how an iteration's start reads, in chat and in `ralph
+// run`'s display: the task, its iteration, and its place in the run.
+func StartLine(ev coordinator.Event) string {
+	line := fmt.Sprintf("▶ %s: %s (iteration %d)", ev.Task, ev.Title, ev.Iteration)
+	if ev.Total > 1 {
+		line += fmt.Sprintf(" · task %d of %d", ev.Position, ev.Total)
+	}
+	return line + "\n"
+}
+
+// RetryLine is how a retry reads, in chat and in `ralph run`'s display:
+// the agent's CLI retrying an API call ("retry 2/10 after HTTP 529 in
+// 1.2s"), or ralph backing off before the next attempt.
+func RetryLine(ev coordinator.Event) string {
+	text := ev.Text
+	if text == "" {
+		text = fmt.Sprintf("retrying in %s", ev.Delay.Round(time.Second))
+	}
+	if ev.Task != "" {
+		text = ev.Task + ": " + text
+	}
+	return "  ↻ " + text + "\n"
 }
 
 // updatePrompt sets the prompt to the current mode, when it changed.

@@ -153,6 +153,9 @@ func (s *session) afterTurn() {
 // it changed.
 func turnFooter(t coordinator.Turn) string {
 	parts := []string{t.Took.Round(100 * time.Millisecond).String(), fmt.Sprintf("%d in, %d out tokens", t.TokensIn, t.TokensOut)}
+	if t.UsageUnknown {
+		parts[1] = "tokens unknown"
+	}
 	if t.CostUSD > 0 {
 		parts = append(parts, fmt.Sprintf("$%.4f", t.CostUSD))
 	}

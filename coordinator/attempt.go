@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
@@ -131,15 +130,17 @@ func failureNote(res agent.Result) string {
 	return "the agent reported an error (" + string(res.ErrorKind) + ")"
 }
 
-// filed is what fileReport added to the state files, and the to-dos and
-// learnings it could not add (their file is missing): those go in the
-// progress entry.
+// filed is what fileReport added to the state files, the to-dos and
+// learnings it could not add (their file is missing), and those the files
+// had already: the last two go in the progress entry.
 type filed struct {
 	learnings, todos   []string
 	unfiled, unlearned []string
+	known              []string // "to-do D3: text", "learning: text"
 }
 
-// fields are the progress entry's record of what could not be filed.
+// fields are the progress entry's record of what could not be filed, and
+// of what was known already.
 func (f filed) fields() []mdstate.Field {
 	var out []mdstate.Field
 	if len(f.unlearned) > 0 {
@@ -147,6 +148,9 @@ func (f filed) fields() []mdstate.Field {
 	}
 	if len(f.unfiled) > 0 {
 		out = append(out, mdstate.Field{Key: "todos", List: f.unfiled})
+	}
+	if len(f.known) > 0 {
+		out = append(out, mdstate.Field{Key: "known", List: f.known})
 	}
 	return out
 }
@@ -157,24 +161,25 @@ func missingNotice(file, what string) string {
 }
 
 // fileReport files an agent's learnings and to-dos. emit, when set, is
-// told of each file written. It may be called again for the same report
-// (recovery finishes one a kill cut short): a learning AGENT.md has, or a
-// to-do RALPH_TODO.md has, is not added again. Only `ralph init` creates
-// a state file: with RALPH_TODO.md gone, the to-dos are only in the
-// progress entry, and emit is told so.
+// told of each file written. Agents repeat what they were told, and
+// recovery may file a report again (a kill cut it short): a learning or
+// to-do that says the same as one in its file (mdstate.SameKey) is not
+// added again, only listed as known. Only `ralph init` creates a state
+// file: with RALPH_TODO.md gone, the to-dos are only in the progress
+// entry, and emit is told so.
 func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, error) {
 	if emit == nil {
 		emit = func(Event) {}
 	}
 	var f filed
 	var missing *mdstate.MissingError
+	var dup *mdstate.DuplicateError
 	for i, l := range rep.Learnings {
-		// Agents repeat what they were told: a learning AGENT.md already
-		// has is not added again.
-		if a, err := p.LoadAgent(); err == nil && hasLearning(a, l) {
+		err := p.Learn(l)
+		if errors.As(err, &dup) {
+			f.known = append(f.known, "learning: "+oneLineText(l))
 			continue
 		}
-		err := p.Learn(l)
 		if errors.As(err, &missing) {
 			emit(Event{Kind: EventNotice, Text: missingNotice(mdstate.AgentFile, "learnings")})
 			f.unlearned = rep.Learnings[i:]
@@ -189,7 +194,7 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, e
 	if len(rep.Todos) == 0 {
 		return f, nil
 	}
-	todos, err := addTodos(p, rep.Todos)
+	todos, known, err := addTodos(p, rep.Todos)
 	if errors.As(err, &missing) {
 		emit(Event{Kind: EventNotice, Text: missingNotice(mdstate.TodoFile, "to-dos")})
 		f.unfiled = rep.Todos
@@ -199,46 +204,34 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, e
 		return f, fmt.Errorf("file the to-dos the agent reported: %w", err)
 	}
 	f.todos = todos
+	f.known = append(f.known, known...)
 	if len(todos) > 0 {
 		emit(Event{Kind: EventStateWritten, File: mdstate.TodoFile})
 	}
 	return f, nil
 }
 
-// addTodos adds to RALPH_TODO.md the to-dos it does not have yet, and
-// returns them.
-func addTodos(p *mdstate.Project, todos []string) ([]string, error) {
-	var added []string
-	_, err := p.UpdateChecklist(mdstate.TodoKind, func(e *mdstate.ChecklistEdit) error {
-		added = nil
-		have := map[string]bool{}
-		for _, it := range e.Checklist().Items {
-			have[todoKey(it.Title)] = true
-		}
+// addTodos adds to RALPH_TODO.md, in one write, the to-dos it does not
+// have yet (ChecklistEdit.AddOnce), and returns them, and the others as
+// the progress entry lists them.
+func addTodos(p *mdstate.Project, todos []string) (added, known []string, err error) {
+	_, err = p.UpdateChecklist(mdstate.TodoKind, func(e *mdstate.ChecklistEdit) error {
+		added, known = nil, nil
 		for _, t := range todos {
-			if key := todoKey(t); !have[key] {
-				have[key] = true
-				if _, err := e.Add(t); err != nil {
-					return err
-				}
+			_, err := e.AddOnce(t)
+			var dup *mdstate.DuplicateError
+			switch {
+			case errors.As(err, &dup):
+				known = append(known, "to-do "+dup.ID+": "+oneLineText(t))
+			case err != nil:
+				return err
+			default:
 				added = append(added, t)
 			}
 		}
 		return nil
 	})
-	return added, err
-}
-
-// todoKey is what makes two to-dos the same.
-func todoKey(title string) string { return strings.ToLower(oneLineText(title)) }
-
-func hasLearning(a *mdstate.Agent, text string) bool {
-	for _, l := range a.Learnings {
-		if strings.EqualFold(oneLineText(l.Text), oneLineText(text)) {
-			return true
-		}
-	}
-	return false
+	return added, known, err
 }
 
 // AgentLabel is how an agent is named in the files: "claude (sonnet)".

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/coordinator/registry"
 	"github.com/ralph-dev/ralph/mdstate"
 	"github.com/ralph-dev/ralph/mdstate/watch"
 	"github.com/ralph-dev/ralph/projectdetect"
@@ -82,11 +83,17 @@ type Options struct {
 	Secrets []string
 	// Resources bounds free disk space and the agents' logs.
 	Resources Resources
+	// Project, when set, is the front end's view of the state files (its
+	// parses are reused); nil opens one at Root.
+	Project *mdstate.Project
 	// Watch watches the state files for as long as the coordinator lives
 	// (mdstate/watch) and acts on what others change (Notify): a front
 	// end that shows a live session wants it; a test may call Notify
 	// itself.
 	Watch bool
+	// Registry, when set, is told when a session starts and ends: the
+	// machine's list of projects, for `ralph sessions --all`.
+	Registry *registry.Registry
 }
 
 // withDefaults fills in the documented defaults.
@@ -161,6 +168,12 @@ type Coordinator struct {
 	// runIterations caps this run's iterations (StartFor); 0: the
 	// options' MaxIterations.
 	runIterations int
+	// doneAtStart is the session's count of done tasks when this run
+	// started: "task k of n" counts from it.
+	doneAtStart int
+	// skippedBefore are the tasks ralph had given up on when this run
+	// started: reported at its end, not counted as its failures.
+	skippedBefore []string
 	started       time.Time
 	// scanned is the project scan, made once a session: what kind of
 	// project it is does not change from one task to the next.
@@ -193,7 +206,11 @@ func New(opts Options) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Coordinator{opts: opts, p: mdstate.Open(opts.Root), lock: lock, events: newStream()}
+	p := opts.Project
+	if p == nil || p.Root != opts.Root {
+		p = mdstate.Open(opts.Root)
+	}
+	c := &Coordinator{opts: opts, p: p, lock: lock, events: newStream()}
 	c.snap.Agent, c.snap.Model = opts.Agent.Name(), opts.Model
 	if opts.Watch {
 		if c.watcher, err = watch.New(c.p, c.changed, watch.Options{}); err != nil {

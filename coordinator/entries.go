@@ -2,11 +2,13 @@ package coordinator
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -24,6 +26,37 @@ func usageField(in, out int64) mdstate.Field {
 	return mdstate.Field{Key: "tokens", Value: fmt.Sprintf("%d in, %d out", in, out)}
 }
 
+// unknownValue is a usage or cost an agent's CLI did not report: never
+// written as 0, which would read as free.
+const unknownValue = "unknown"
+
+// conversationField is the entry field that keeps the agent's own
+// session id (claude's session, codex's thread…): its transcript, and
+// what a chat turn resumes.
+const conversationField = "conversation"
+
+// spentFields are an agent run's tokens and cost, "unknown" where its CLI
+// did not say.
+func spentFields(res agent.Result) []mdstate.Field {
+	tokens, cost := usageField(res.Usage.In, res.Usage.Out), costField(res.CostUSD)
+	if !usageKnown(res) {
+		tokens.Value = unknownValue
+	}
+	if !costKnown(res) {
+		cost.Value = unknownValue
+	}
+	return []mdstate.Field{tokens, cost}
+}
+
+// runModel is the model to name for an agent run: the one its CLI
+// reported, else the one ralph asked for.
+func runModel(asked string, res agent.Result) string {
+	if res.Model != "" {
+		return res.Model
+	}
+	return asked
+}
+
 func costField(usd float64) mdstate.Field {
 	return mdstate.Field{Key: "cost", Value: fmt.Sprintf("$%.4f", usd)}
 }
@@ -33,21 +66,22 @@ func durationField(d time.Duration) mdstate.Field {
 }
 
 // iterationEntry records one iteration of the loop.
-func iterationEntry(now time.Time, task *mdstate.Item, iteration int, agentLabel string, a attempt, note, commit string, guidance []string) mdstate.Entry {
+func iterationEntry(now time.Time, task *mdstate.Item, iteration int, agentLabel string, a attempt, note string, guidance []string) mdstate.Entry {
 	e := mdstate.Entry{Time: now, Title: task.ID + ": " + task.Title, Fields: []mdstate.Field{
 		{Key: "outcome", Value: string(a.Outcome)},
 		{Key: "agent", Value: agentLabel},
 		{Key: "iteration", Value: strconv.Itoa(iteration)},
 		durationField(a.Took),
-		usageField(a.Result.Usage.In, a.Result.Usage.Out),
-		costField(a.Result.CostUSD),
 	}}
+	e.Fields = append(e.Fields, spentFields(a.Result)...)
+	if a.Result.SessionID != "" {
+		e.Fields = append(e.Fields, mdstate.Field{Key: conversationField, Value: a.Result.SessionID})
+	}
 	if note != "" {
 		e.Fields = append(e.Fields, mdstate.Field{Key: "note", Value: note})
 	}
-	if commit != "" {
-		e.Fields = append(e.Fields, mdstate.Field{Key: "commit", Value: commit})
-	}
+	// No commit field: with --commit the entry is in the task's commit,
+	// which cannot name itself (commit.go).
 	e.Fields = appendReport(e.Fields, a.Report)
 	if len(guidance) > 0 {
 		e.Fields = append(e.Fields, mdstate.Field{Key: "guidance", List: guidance})
@@ -89,14 +123,16 @@ func appendReport(fields []mdstate.Field, rep AgentReport) []mdstate.Field {
 }
 
 // oneShotEntry records a one-shot run.
-func oneShotEntry(now time.Time, task string, out OneShotResult, model string, rep AgentReport) mdstate.Entry {
+func oneShotEntry(now time.Time, task string, out OneShotResult, res agent.Result, rep AgentReport) mdstate.Entry {
 	e := mdstate.Entry{Time: now, Title: oneShotPrefix + oneLineText(task), Fields: []mdstate.Field{
 		{Key: "outcome", Value: string(out.Status)},
-		{Key: "agent", Value: AgentLabel(out.Agent, model)},
+		{Key: "agent", Value: AgentLabel(out.Agent, out.Model)},
 		durationField(time.Duration(out.DurationMS) * time.Millisecond),
-		usageField(out.TokensIn, out.TokensOut),
-		costField(out.CostUSD),
 	}}
+	e.Fields = append(e.Fields, spentFields(res)...)
+	if res.SessionID != "" {
+		e.Fields = append(e.Fields, mdstate.Field{Key: conversationField, Value: res.SessionID})
+	}
 	if out.Reason != "" {
 		e.Fields = append(e.Fields, mdstate.Field{Key: "note", Value: out.Reason})
 	}
@@ -225,6 +261,40 @@ func readSummary(id string, e mdstate.Entry) EndedSession {
 	es.TasksDone, _ = strconv.Atoi(strings.TrimSuffix(e.Get("tasks"), " done"))
 	es.CostUSD, _ = strconv.ParseFloat(strings.TrimPrefix(e.Get("cost"), "$"), 64)
 	return es
+}
+
+// Figures are the numbers of a progress entry, read back typed from the
+// fields ralph writes (an iteration's, a one-shot's, a turn's, a session
+// summary's): each is nil when the entry has no such field, when the
+// agent's CLI did not report it ("unknown"), or when a person's edit left
+// it unreadable.
+type Figures struct {
+	Iteration           *int
+	Duration            *time.Duration
+	TokensIn, TokensOut *int64
+	CostUSD             *float64
+}
+
+// EntryFigures reads what the iteration field, durationField, usageField
+// and costField wrote in e.
+func EntryFigures(e mdstate.Entry) Figures {
+	var f Figures
+	if n, err := strconv.Atoi(e.Get("iteration")); err == nil {
+		f.Iteration = &n
+	}
+	if d, err := time.ParseDuration(e.Get("duration")); err == nil {
+		f.Duration = &d
+	}
+	var in, out int64
+	if n, _ := fmt.Sscanf(e.Get("tokens"), "%d in, %d out", &in, &out); n == 2 {
+		f.TokensIn, f.TokensOut = &in, &out
+	}
+	if cost, ok := strings.CutPrefix(e.Get("cost"), "$"); ok {
+		if usd, err := strconv.ParseFloat(cost, 64); err == nil && !math.IsNaN(usd) && !math.IsInf(usd, 0) {
+			f.CostUSD = &usd
+		}
+	}
+	return f
 }
 
 // endedID reads a summary entry's session id.

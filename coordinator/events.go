@@ -74,6 +74,19 @@ type Event struct {
 	APIStatus int `json:"api_status,omitempty"`
 	// Delivered lists the guidance an iteration received (guidance_delivered).
 	Delivered []string `json:"delivered,omitempty"`
+	// UsageUnknown and CostUnknown mark tokens and cost the agent's CLI
+	// did not report (the exec agent's): JSON has null for them, never a
+	// 0 that reads as free (MarshalJSON, jsonform.go).
+	UsageUnknown, CostUnknown bool `json:"-"`
+	// AgentSession is the agent's own session id (iteration_done,
+	// turn_done), when its CLI gave one; Model the model it ran.
+	AgentSession string `json:"agent_session,omitempty"`
+	Model        string `json:"model,omitempty"`
+	// Position and Total place a task_started among the run's tasks:
+	// "task 2 of 5", Total counting those done in this run and those
+	// still open (pending, in progress, blocked).
+	Position int `json:"position,omitempty"`
+	Total    int `json:"total,omitempty"`
 }
 
 // stream carries events from the engine to one front end for as long as

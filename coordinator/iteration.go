@@ -16,7 +16,7 @@ import (
 
 // iterate gives one task to one child agent and writes back what came of
 // it: the task's status with the iteration's result, what the agent
-// reported, the commit, the progress entry.
+// reported, the progress entry, the commit.
 func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (IterationOutcome, error) {
 	if err := c.preflight(); err != nil {
 		return "", err
@@ -24,9 +24,12 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 	if err := c.begin(task); err != nil {
 		return "", err
 	}
-	var dirtyBefore []string
+	var owed *pendingCommit
 	if c.opts.Commit {
-		dirtyBefore = dirtyPaths(ctx, c.opts.Root)
+		var err error
+		if owed, err = c.keepTaskCommit(ctx, task); err != nil {
+			return "", err
+		}
 	}
 	// The iteration's context is registered before the prompt is read: an
 	// urgent message queued from now on either is in the prompt or stops
@@ -57,19 +60,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 	if a.Answered {
 		delivered = guidance
 	}
-	commit := ""
-	if c.opts.Commit && a.Outcome == OutcomeDone {
-		var failed string
-		// Not under ctx: a stop that comes after the agent's answer
-		// must not lose the commit of a task that is now done.
-		cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		commit, failed = c.commitTask(cctx, dirtyBefore, task)
-		stop()
-		if failed != "" {
-			d.note = strings.TrimSpace(d.note + " commit failed: " + failed)
-		}
-	}
-	entry := iterationEntry(c.opts.Now(), task, c.session.Iteration, AgentLabel(c.opts.Agent.Name(), c.opts.Model), a, d.note, commit, delivered)
+	entry := iterationEntry(c.opts.Now(), task, c.session.Iteration, AgentLabel(c.opts.Agent.Name(), runModel(c.opts.Model, a.Result)), a, d.note, delivered)
 	entry.Fields = append(entry.Fields, unfiled.fields()...)
 	entry = redactEntry(entry, c.opts.redactor())
 	if err := c.appendEntry(entry); err != nil {
@@ -77,6 +68,12 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 	}
 	c.session.Result = nil // in the log now; the next session write drops it
 	dropKeptReport(c.opts.Root)
+	if owed != nil {
+		// After the entry, so that the task's commit holds it (commit.go).
+		if err := c.commitTask(ctx, owed, task, a.Outcome == OutcomeDone); err != nil {
+			return "", err
+		}
+	}
 	if len(delivered) > 0 {
 		// Off the queue with the session's next write: a crash before it
 		// delivers the guidance once more, never not at all.
@@ -84,7 +81,9 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 		c.emit(Event{Kind: EventGuidanceDelivered, Iteration: c.session.Iteration, Task: task.ID, Delivered: delivered})
 	}
 	c.emit(Event{Kind: EventIterationDone, Iteration: c.session.Iteration, Task: task.ID, Title: task.Title, Outcome: a.Outcome, Reason: d.note,
-		TokensIn: a.Result.Usage.In, TokensOut: a.Result.Usage.Out, CostUSD: a.Result.CostUSD})
+		TokensIn: a.Result.Usage.In, TokensOut: a.Result.Usage.Out, CostUSD: a.Result.CostUSD,
+		UsageUnknown: !usageKnown(a.Result), CostUnknown: !costKnown(a.Result),
+		AgentSession: a.Result.SessionID, Model: runModel(c.opts.Model, a.Result)})
 	return a.Outcome, nil
 }
 
@@ -99,12 +98,14 @@ func (c *Coordinator) begin(task *mdstate.Item) error {
 	s.Task, s.Phase = task.ID, mdstate.PhaseAgent
 	s.WaitUntil = time.Time{}
 	var was mdstate.Status
+	open := 0
 	err := c.saveTask(task.ID, func(e *mdstate.ChecklistEdit) error {
 		cur := e.Checklist().Find(task.ID)
 		if cur == nil || !c.startable(cur, task) {
 			return errNotReady
 		}
 		was = cur.Status
+		open = openTasks(e.Checklist())
 		return e.SetStatus(task.ID, mdstate.InProgress)
 	})
 	if err != nil {
@@ -114,8 +115,17 @@ func (c *Coordinator) begin(task *mdstate.Item) error {
 	}
 	c.pace.retry, c.pace.again = "", false
 	c.own.marked(task.ID, was, mdstate.InProgress)
-	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: task.ID, Title: task.Title})
+	doneInRun := s.Done - c.doneAtStart
+	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: task.ID, Title: task.Title,
+		Position: doneInRun + 1, Total: doneInRun + open})
 	return nil
+}
+
+// openTasks counts the tasks not yet done or skipped: pending, in
+// progress or blocked.
+func openTasks(tasks *mdstate.Checklist) int {
+	counts := tasks.Counts()
+	return counts[mdstate.Pending] + counts[mdstate.InProgress] + counts[mdstate.Blocked]
 }
 
 // errNotReady reports a picked task that a person changed before its
@@ -230,6 +240,8 @@ func (c *Coordinator) forward(id string, sp *spending, stop context.CancelCauseF
 			// cutting the answer short.
 			sp.settle(ev.Usage, ev.CostUSD)
 			e.Kind, e.TokensIn, e.TokensOut, e.CostUSD = EventUsage, sp.usage.In, sp.usage.Out, sp.cost
+			// Nothing reported (the exec agent): null in JSON, not 0.
+			e.UsageUnknown, e.CostUnknown = sp.usage == (agent.Usage{}), sp.cost == 0
 		case agent.EventRetry:
 			e.Kind, e.Text, e.Attempt, e.Delay, e.APIStatus = EventRetry, ev.Text, ev.Attempt, ev.Delay, ev.APIStatus
 		default:
@@ -243,7 +255,18 @@ func (c *Coordinator) forward(id string, sp *spending, stop context.CancelCauseF
 type decision struct {
 	status   mdstate.Status
 	attempts int
-	note     string
+	note     string // for the progress entry and the event
+	// failed is set for a failed attempt: the task's note is then this
+	// failure, counted with the same reason's (failnote.go), not note.
+	failed *failNote
+}
+
+// giveUp skips the task, saying why after the failure's reason.
+func (d *decision) giveUp(why string) {
+	d.status, d.note = mdstate.Skipped, d.note+why
+	if d.failed != nil {
+		d.failed.gaveUp = why
+	}
 }
 
 // decide applies the failure policy, the rate-limit wait and the
@@ -275,6 +298,7 @@ func (c *Coordinator) decide(task *mdstate.Item, a attempt) decision {
 		d.note += "; waiting until " + c.session.WaitUntil.UTC().Format(time.RFC3339)
 	case a.Outcome == OutcomeFailed:
 		d.attempts++
+		d.failed = &failNote{reason: a.Note, times: 1, last: c.opts.Now()}
 		c.failurePolicy(task.ID, &d)
 	}
 	return d
@@ -286,9 +310,9 @@ func (c *Coordinator) failurePolicy(id string, d *decision) {
 	case c.opts.OnFailure == AbortOnFailure:
 		c.pace.abort = fmt.Sprintf("%s failed and --on-failure is abort: %s", id, d.note)
 	case c.opts.OnFailure == SkipOnFailure:
-		d.status, d.note = mdstate.Skipped, d.note+skippedNote(giveUpPolicy, 0)
+		d.giveUp(skippedNote(giveUpPolicy, 0))
 	case d.attempts >= c.opts.MaxAttempts:
-		d.status, d.note = mdstate.Skipped, d.note+skippedNote(giveUpAttempts, d.attempts)
+		d.giveUp(skippedNote(giveUpAttempts, d.attempts))
 	default:
 		c.pace.wait = min(c.opts.Backoff<<max(d.attempts-1, 0), time.Minute)
 		c.pace.again, c.pace.attempts = true, d.attempts
@@ -353,17 +377,26 @@ func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision) er
 	return nil
 }
 
-// writeOutcome has e write an iteration's decision under its task.
+// writeOutcome has e write an iteration's decision under its task. A done
+// task loses its failure notes and attempts line; a failure is counted
+// with the same reason's note (failnote.go).
 func writeOutcome(e *mdstate.ChecklistEdit, task *mdstate.Item, d *decision) error {
 	if err := e.SetStatus(task.ID, d.status); err != nil {
 		return err
 	}
-	if d.attempts != task.Attempts {
+	if d.status == mdstate.Done {
+		if err := clearFailures(e, task.ID); err != nil {
+			return err
+		}
+	} else if d.attempts != task.Attempts {
 		if err := e.SetMeta(task.ID, "attempts", strconv.Itoa(d.attempts)); err != nil {
 			return err
 		}
 	}
-	if d.note != "" {
+	switch {
+	case d.failed != nil:
+		return noteFailure(e, task.ID, *d.failed)
+	case d.note != "":
 		return e.AddMeta(task.ID, "note", d.note)
 	}
 	return nil

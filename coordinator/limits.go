@@ -219,7 +219,7 @@ func (c *Coordinator) backoff(ctx context.Context, task string) bool {
 	}
 	c.pace.wait = 0
 	c.emit(Event{Kind: EventRetry, Task: task, Delay: w, Attempt: c.pace.attempts,
-		Text: fmt.Sprintf("trying again in %s", w)})
+		Text: fmt.Sprintf("trying again in %s, after %s", w, countOf(c.pace.attempts, "failed attempt"))})
 	end := c.opts.Now().Add(w)
 	if c.waitFor(ctx, w) {
 		return true
@@ -295,4 +295,12 @@ func (c *Coordinator) iterationLimit() int {
 		return c.runIterations
 	}
 	return c.opts.MaxIterations
+}
+
+// countOf is "1 failed attempt", "2 failed attempts".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

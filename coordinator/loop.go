@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 	c.pace = pacing{}
 	c.brk.stale = 0
 	c.scanned = nil // a new go.mod and the like show from the next run on
+	c.skippedBefore = c.skippedEarlier()
 	stop, err := c.open()
 	if err != nil {
 		return Outcome{}, err
@@ -25,8 +27,37 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 	if stop != nil {
 		return *stop, nil
 	}
+	// The machine's list of projects (ralph sessions --all) hears of the
+	// session as it opens and once it is saved as ended or paused. It is a
+	// convenience: failing to write it stops nothing.
+	_ = c.opts.Registry.Record(c.opts.Root, c.session.ID, c.opts.Now())
+	defer func() { _ = c.opts.Registry.Record(c.opts.Root, c.session.ID, c.opts.Now()) }()
 	out, err := c.loop(ctx)
 	return c.finish(out, err)
+}
+
+// skippedEarlier are the tasks ralph gave up on in an earlier session:
+// all of them when this run starts a new session; when it continues one,
+// those whose last progress entry is older than the session (a task with
+// no entry counts as this session's).
+func (c *Coordinator) skippedEarlier() []string {
+	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		return nil
+	}
+	ids := gaveUp(tasks)
+	s, _ := tasks.Session()
+	if s == nil || s.Status == mdstate.SessionEnded || c.opts.NewSession || len(ids) == 0 {
+		return ids
+	}
+	lg, _ := c.p.ReadProgress(200)
+	var earlier []string
+	for _, id := range ids {
+		if e := lastEntryFor(lg, id); e != nil && !e.Time.IsZero() && e.Time.Before(s.Started) {
+			earlier = append(earlier, id)
+		}
+	}
+	return earlier
 }
 
 // open recovers the project's files, then continues the recorded session
@@ -47,14 +78,19 @@ func (c *Coordinator) open() (*Outcome, error) {
 	if err != nil || resumed {
 		return nil, err
 	}
+	// The last session has ended by now; its last commit may be owed.
+	if err := c.finishEndCommit(); err != nil {
+		return nil, err
+	}
 	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
 	if err != nil {
 		return nil, err
 	}
 	if _, stop := c.pick(tasks); stop != nil {
-		if prev, _ := tasks.Session(); prev != nil {
-			stop.Session = *prev
-			stop.Iterations = prev.Iteration
+		// Nothing to do: no session opens, and this run's counts are
+		// none (not the last session's).
+		if stop.Reason == StopAllDone {
+			stop.Detail = "nothing to do: " + stop.Detail
 		}
 		return stop, nil
 	}
@@ -191,14 +227,25 @@ func (c *Coordinator) finish(out Outcome, err error) (Outcome, error) {
 	}
 	c.session.Reason = string(out.Reason)
 	err = c.saveSession(nil)
+	if err == nil && !out.Reason.pauses() {
+		// The ended session too: a run that ends leaves a clean work
+		// tree. A paused one goes on, and its next task's commit takes
+		// what it wrote meanwhile.
+		c.commitEnd()
+	}
 	out.Session, out.Iterations = c.session, c.session.Iteration
 	return out, err
 }
 
 // end writes a clean end's summary: "ending" first, so that a crash
 // between the summary and the final save is ended on the next start, not
-// resumed (which would write a second summary).
+// resumed (which would write a second summary). With --commit the
+// session's last commit is owed before that: a session that is ending
+// is ended on the next start, which then makes the commit (commit.go).
 func (c *Coordinator) end(out Outcome) error {
+	if err := c.keepEndCommit(); err != nil {
+		return err
+	}
 	c.session.Phase, c.session.Reason = mdstate.PhaseEnding, string(out.Reason)
 	if err := c.saveSession(nil); err != nil {
 		return err
@@ -244,20 +291,38 @@ func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
 	if len(ready) > 0 {
 		return ready[0], nil
 	}
-	return nil, noneReady(tasks)
+	return nil, noneReady(tasks, c.skippedBefore)
 }
 
-// noneReady says why no task is ready.
-func noneReady(tasks *mdstate.Checklist) *Outcome {
-	counts := tasks.Counts()
-	open := counts[mdstate.Pending] + counts[mdstate.InProgress] + counts[mdstate.Blocked]
-	skipped := gaveUp(tasks)
+// noneReady says why no task is ready. Tasks ralph gave up on in this run
+// make it a failure; those it gave up on before (skippedBefore) are
+// reported, not failures: the run did all it could.
+func noneReady(tasks *mdstate.Checklist, skippedBefore []string) *Outcome {
+	open := openTasks(tasks)
+	var skipped, earlier []string
+	for _, id := range gaveUp(tasks) {
+		if slices.Contains(skippedBefore, id) {
+			earlier = append(earlier, id)
+		} else {
+			skipped = append(skipped, id)
+		}
+	}
 	if open == 0 && len(skipped) > 0 {
 		return &Outcome{Reason: StopFailed, Detail: "no task left to run; gave up on " + strings.Join(skipped, ", ") + " after failed attempts (see their notes; `ralph task reopen ID` tries one again)"}
 	}
 	if open == 0 {
-		return &Outcome{Reason: StopAllDone, Detail: "every task is done"}
+		detail := "every task is done"
+		if len(earlier) > 0 {
+			which := "one"
+			if len(earlier) == 1 {
+				which = "it"
+			}
+			detail = fmt.Sprintf("every task that can run is done; %s skipped earlier after failed attempts (`ralph task reopen %s` tries %s again)",
+				strings.Join(earlier, ", "), earlier[0], which)
+		}
+		return &Outcome{Reason: StopAllDone, Detail: detail}
 	}
+	skipped = append(skipped, earlier...)
 	detail := fmt.Sprintf("%d tasks left, none ready (blocked, in progress, or waiting for others)", open)
 	if open == 1 {
 		detail = "1 task left, not ready (blocked, in progress, or waiting for others)"

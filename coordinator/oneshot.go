@@ -14,7 +14,8 @@ import (
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
-// OneShotResult is what `ralph "task" --json` prints.
+// OneShotResult is what `ralph "task" --json` prints, through its
+// MarshalJSON (jsonform.go): null, not "" or 0, for what is unknown.
 type OneShotResult struct {
 	Status       OneShotStatus `json:"status"`
 	Summary      string        `json:"summary"`
@@ -34,6 +35,10 @@ type OneShotResult struct {
 	// answer: survivors of an earlier one-shot stopped, a log that could
 	// not be written.
 	Notices []string `json:"notices,omitempty"`
+	// UsageUnknown and CostUnknown say that the agent's CLI did not
+	// report the tokens or the cost (the exec agent): --json has null for
+	// them, never 0 (MarshalJSON, jsonform.go).
+	UsageUnknown, CostUnknown bool `json:"-"`
 }
 
 // OneShot runs one free-text task with a minimal context and no loop. It
@@ -82,6 +87,8 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 	}
 	out.DurationMS = a.Took.Milliseconds()
 	out.SessionID, out.TokensIn, out.TokensOut, out.CostUSD = a.Result.SessionID, a.Result.Usage.In, a.Result.Usage.Out, a.Result.CostUSD
+	out.UsageUnknown, out.CostUnknown = !usageKnown(a.Result), !costKnown(a.Result)
+	out.Model = runModel(o.Model, a.Result) // the CLI's word for it, when it says
 	out.Summary = a.Report.Summary
 	out.Status, out.Reason = oneShotStatus(a)
 	after := dirtyPaths(ctx, o.Root)
@@ -97,7 +104,7 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 	}
 	out.Learnings = append(out.Learnings, a.Report.Learnings...)
 	out.Todos = append(out.Todos, a.Report.Todos...)
-	e := oneShotEntry(o.Now(), task, out, o.Model, a.Report)
+	e := oneShotEntry(o.Now(), task, out, a.Result, a.Report)
 	e.Fields = append(e.Fields, unfiled.fields()...)
 	if err := p.AppendProgress(redactEntry(e, o.redactor())); err != nil {
 		return out, err

@@ -293,15 +293,11 @@ func (c *Coordinator) restoreTodos() error {
 	if err != nil {
 		return nil // missing or unreadable: nothing to add to
 	}
-	have := map[string]bool{}
-	for _, it := range todos.Items {
-		have[todoKey(it.Title)] = true
-	}
-	lost := lostAdditions(&c.own.todos, func(t string) bool { return have[todoKey(t)] })
+	lost := lostAdditions(&c.own.todos, func(t string) bool { return todos.FindSame(t) != nil })
 	if len(lost) == 0 {
 		return nil
 	}
-	if _, err := addTodos(c.p, lost); err != nil {
+	if _, _, err := addTodos(c.p, lost); err != nil {
 		return fmt.Errorf("write again the to-dos an older copy of %s dropped: %w", mdstate.TodoFile, err)
 	}
 	c.emit(Event{Kind: EventNotice, Text: restoredNote(mdstate.TodoFile, quoteAll("to-do", lost))})
@@ -318,9 +314,10 @@ func (c *Coordinator) restoreLearnings() error {
 	if err != nil {
 		return nil
 	}
-	lost := lostAdditions(&c.own.learnings, func(l string) bool { return hasLearning(a, l) })
+	lost := lostAdditions(&c.own.learnings, func(l string) bool { return a.FindSame(l) != nil })
 	for _, l := range lost {
-		if err := c.p.Learn(l); err != nil {
+		// One a person wrote again meanwhile is there: nothing to do.
+		if err := c.p.Learn(l); err != nil && !errors.As(err, new(*mdstate.DuplicateError)) {
 			return fmt.Errorf("write again a learning an older copy of %s dropped: %w", mdstate.AgentFile, err)
 		}
 	}

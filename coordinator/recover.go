@@ -118,6 +118,9 @@ func (c *Coordinator) recoverInterrupted(old *mdstate.Session, tasks *mdstate.Ch
 	if err := c.restoreEntry(old, tasks); err != nil {
 		return err
 	}
+	// With --commit, killed before the task's commit: it is made now,
+	// with the task's entry and before recovery's own (commit.go).
+	c.finishTaskCommit(old, tasks)
 	// The entry before the session's write: a kill between the two
 	// writes it again, rather than not at all.
 	if err := c.appendEntry(recoveredEntry(c.opts.Now(), old, killed)); err != nil {

@@ -35,7 +35,12 @@ func entries(t *testing.T, dir string) []mdstate.Entry {
 // MaxAttempts, and a usage limit is waited out, then the same task again.
 func TestRunTaskIDRetries(t *testing.T) {
 	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
-	fa := &fakeAgent{reply: func(n int) agent.Result {
+	var attempts int64 // when the third call starts: done drops them
+	fa := &fakeAgent{before: func(n int) {
+		if n == 3 {
+			attempts = attemptsOf(dir, "T2")
+		}
+	}, reply: func(n int) agent.Result {
 		switch n {
 		case 1:
 			return agent.Result{IsError: true, ErrorKind: agent.KindRateLimit, APIStatus: 429, ErrorText: "slow down", ResetAt: time.Now().Add(50 * time.Millisecond)}
@@ -49,8 +54,8 @@ func TestRunTaskIDRetries(t *testing.T) {
 		t.Fatalf("outcome %+v after %d calls, want all done after 3", out, fa.calls())
 	}
 	tasks, _, _ := loadState(t, dir)
-	if it := tasks.Find("T2"); it.Status != mdstate.Done || it.Attempts != 1 {
-		t.Fatalf("T2 %s, attempts %d; want done, 1 (the rate limit does not count)", it.Status, it.Attempts)
+	if it := tasks.Find("T2"); it.Status != mdstate.Done || attempts != 1 || it.Attempts != 0 {
+		t.Fatalf("T2 %s, attempts %d (%d before its last call); want done, 1 before (the rate limit does not count)", it.Status, it.Attempts, attempts)
 	}
 	for n := 1; n <= 3; n++ {
 		if got := currentTask(fa.prompt(n)); got != "T2" {
@@ -127,6 +132,30 @@ func TestGaveUpSurvivesRestart(t *testing.T) {
 	}
 }
 
+// A task ralph gave up on in an earlier session is reported, not a
+// failure of this run: a run that did every task it could ends all done
+// (exit 0), and a run with nothing to do says so with no counts of its
+// own.
+func TestSkippedEarlierIsNotThisRunsFailure(t *testing.T) {
+	const skipped = "- [-] T1: Task number 1\n  - note: the agent ended without <promise>COMPLETE</promise>; skipped after 3 failed attempts\n"
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n" + skipped + "- [ ] T2: Task number 2\n" +
+		session("- status: ended", "- iteration: 3", "- started: 2026-11-22T10:00:00Z")})
+	fa := &fakeAgent{}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	out, _ := runAll(t, t.Context(), co)
+	const want = "every task that can run is done; T1 skipped earlier after failed attempts (`ralph task reopen T1` tries it again)"
+	if out.Reason != StopAllDone || out.Detail != want || out.TasksDone != 1 || fa.calls() != 1 {
+		t.Fatalf("outcome %+v after %d calls; want all done: %s", out, fa.calls(), want)
+	}
+	co.Close()
+
+	co = newCoordinator(t, Options{Root: dir, Agent: fa})
+	out, _ = runAll(t, t.Context(), co)
+	if out.Reason != StopAllDone || out.Detail != "nothing to do: "+want || out.Iterations != 0 || out.Session.Iteration != 0 || fa.calls() != 1 {
+		t.Fatalf("a run with nothing to do: %+v after %d calls", out, fa.calls())
+	}
+}
+
 // The session's summary counts the tasks done and commits made across the
 // restarts of the session, not just the last run's.
 func TestSummaryCountsWholeSession(t *testing.T) {
@@ -148,14 +177,15 @@ func TestSummaryCountsWholeSession(t *testing.T) {
 func TestNewSessionRecoversTheOld(t *testing.T) {
 	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n- [x] T1: Task number 1\n- [/] T2: Task number 2\n" +
 		session("- status: running", "- phase: agent", "- iteration: 2", "- task: T2", "- tokens: 100 in, 10 out", "- done: 1", "- updated: 2026-11-22T10:00:00Z")})
-	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}, NewSession: true})
+	var attempts int64 // when T2 runs again: done drops them
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{before: func(int) { attempts = attemptsOf(dir, "T2") }}, NewSession: true})
 	out, _ := runAll(t, t.Context(), co)
 	if out.Reason != StopAllDone || out.Session.ID == "20261122-100000" {
 		t.Fatalf("outcome %+v", out)
 	}
 	tasks, s, _ := loadState(t, dir)
-	if it := tasks.Find("T2"); it.Status != mdstate.Done || it.Attempts != 1 {
-		t.Errorf("T2 %s, attempts %d; want done after one interrupted attempt", it.Status, it.Attempts)
+	if it := tasks.Find("T2"); it.Status != mdstate.Done || attempts != 1 || it.Attempts != 0 {
+		t.Errorf("T2 %s, attempts %d (%d when it ran again); want done after one interrupted attempt", it.Status, it.Attempts, attempts)
 	}
 	if s.Iteration != 1 || s.Done != 1 {
 		t.Errorf("new session %+v", s)
@@ -202,13 +232,14 @@ func TestErrorLeavesSessionRecoverable(t *testing.T) {
 	if err := os.Remove(block); err != nil {
 		t.Fatal(err)
 	}
-	co = newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	var attempts int64 // when T1 runs again: done drops them
+	co = newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{before: func(int) { attempts = attemptsOf(dir, "T1") }}})
 	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone || out.Session.ID != s.ID {
 		t.Fatalf("after the fix: %+v", out)
 	}
 	tasks, _, _ = loadState(t, dir)
-	if it := tasks.Find("T1"); it.Status != mdstate.Done || it.Attempts != 1 {
-		t.Errorf("T1 %s, attempts %d", it.Status, it.Attempts)
+	if it := tasks.Find("T1"); it.Status != mdstate.Done || attempts != 1 || it.Attempts != 0 {
+		t.Errorf("T1 %s, attempts %d (%d when it ran again)", it.Status, it.Attempts, attempts)
 	}
 }
 

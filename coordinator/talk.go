@@ -24,9 +24,6 @@ import (
 // turnPrefix begins the title of a turn's progress entry.
 const turnPrefix = "chat: "
 
-// conversationField is the entry field that keeps the agent's session id.
-const conversationField = "conversation"
-
 // replayedTurns is how many earlier turns a new conversation's prompt
 // replays from the progress log.
 const replayedTurns = 6
@@ -62,7 +59,10 @@ type Turn struct {
 	TokensIn  int64
 	TokensOut int64
 	CostUSD   float64
-	Took      time.Duration
+	// UsageUnknown is set when the agent's CLI reported no usage: the 0s
+	// above are not figures.
+	UsageUnknown bool
+	Took         time.Duration
 }
 
 // Talk runs one conversation turn with the agent: text is what the person
@@ -199,6 +199,7 @@ func turnOf(ctx context.Context, a attempt, prev string) Turn {
 		TokensIn:     a.Result.Usage.In,
 		TokensOut:    a.Result.Usage.Out,
 		CostUSD:      a.Result.CostUSD,
+		UsageUnknown: !usageKnown(a.Result),
 	}
 	if t.Conversation == "" {
 		t.Conversation = prev
@@ -312,7 +313,7 @@ func (c *Coordinator) recordTurn(text string, t Turn, a attempt) error {
 	if err != nil {
 		return err
 	}
-	e := turnEntry(c.opts.Now(), text, t, AgentLabel(c.opts.Agent.Name(), c.opts.Model))
+	e := turnEntry(c.opts.Now(), text, t, AgentLabel(c.opts.Agent.Name(), runModel(c.opts.Model, a.Result)), a.Result)
 	e.Fields = append(e.Fields, unfiled.fields()...)
 	return c.p.AppendProgress(redactEntry(e, c.opts.redactor()))
 }
@@ -322,7 +323,7 @@ func (c *Coordinator) recordTurn(text string, t Turn, a attempt) error {
 const maxAnswerField = 400
 
 // turnEntry records a conversation turn.
-func turnEntry(now time.Time, text string, t Turn, agentLabel string) mdstate.Entry {
+func turnEntry(now time.Time, text string, t Turn, agentLabel string, res agent.Result) mdstate.Entry {
 	asked := oneLineText(text)
 	e := mdstate.Entry{Time: now, Title: turnPrefix + shortenText(asked, 80), Fields: []mdstate.Field{
 		{Key: "outcome", Value: string(t.Outcome)},
@@ -331,7 +332,8 @@ func turnEntry(now time.Time, text string, t Turn, agentLabel string) mdstate.En
 	if t.Conversation != "" {
 		e.Fields = append(e.Fields, mdstate.Field{Key: conversationField, Value: t.Conversation})
 	}
-	e.Fields = append(e.Fields, durationField(t.Took), usageField(t.TokensIn, t.TokensOut), costField(t.CostUSD))
+	e.Fields = append(e.Fields, durationField(t.Took))
+	e.Fields = append(e.Fields, spentFields(res)...)
 	if asked != shortenText(asked, 80) {
 		e.Fields = append(e.Fields, mdstate.Field{Key: "asked", Value: asked})
 	}

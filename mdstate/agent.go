@@ -208,11 +208,28 @@ func (p *Project) LoadAgent() (*Agent, error) {
 	return parseAgent(s), nil
 }
 
-// Learn adds a learning to AGENT.md. A missing file is a *MissingError
-// (only `ralph init` creates state files), once it has stayed missing for
-// the save grace if this Project saw it: an editor's save is not a
-// missing file. Like UpdateChecklist, it is made again on a person's
-// version saved meanwhile.
+// FindSame returns the learning that says the same as text (SameKey), or
+// nil.
+func (a *Agent) FindSame(text string) *Learning {
+	key := SameKey(text)
+	if key == "" {
+		return nil
+	}
+	for i := range a.Learnings {
+		if SameKey(a.Learnings[i].Text) == key {
+			return &a.Learnings[i]
+		}
+	}
+	return nil
+}
+
+// Learn adds a learning to AGENT.md, unless one there says the same
+// (SameKey): that is a *DuplicateError naming its line, and nothing is
+// written. A missing file is a *MissingError (only `ralph init` creates
+// state files), once it has stayed missing for the save grace if this
+// Project saw it: an editor's save is not a missing file. Like
+// UpdateChecklist, it is made again on a person's version saved
+// meanwhile, and checked against it.
 func (p *Project) Learn(text string) error {
 	unlock, err := p.lockForWrite()
 	if err != nil {
@@ -224,7 +241,14 @@ func (p *Project) Learn(text string) error {
 		if err != nil {
 			return nil, err
 		}
-		return parseAgent(s).AddLearning(text)
+		if ce := FindConflict(AgentFile, cur); ce != nil {
+			return nil, ce // the conflict first: a half-merged file's learnings are two versions
+		}
+		a := parseAgent(s)
+		if l := a.FindSame(text); l != nil {
+			return nil, &DuplicateError{File: AgentFile, Line: l.Line, Text: oneLine(l.Text)}
+		}
+		return a.AddLearning(text)
 	}
 	data, fi, err := p.readState(AgentFile)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -58,6 +58,11 @@
 // prose, unknown lines, CRLF line endings, a byte-order mark, trailing
 // blanks, tabs.
 //
+// Lists get no copies: a to-do (ChecklistEdit.AddOnce) or a learning
+// (Project.Learn) that says the same as one in its file, by the one rule
+// SameKey (case, whitespace and a trailing period aside), is not added; the
+// error is a *DuplicateError naming the line.
+//
 // # Writes are atomic, durable, locked and known
 //
 //   - A file is replaced by writing a temporary file in the same folder,

@@ -10,15 +10,20 @@ import (
 // read-modify-write takes milliseconds, so this much means it is stuck.
 const stateLockWait = 10 * time.Second
 
-// lockFile takes an exclusive lock on path (flock on Unix, LockFileEx on
-// Windows), waiting at most stateLockWait. The system releases it when
-// the process dies, so a crash never leaves it held.
-func lockFile(path string) (func(), error) {
+// lockFile takes ralph's state lock at path, waiting at most
+// stateLockWait.
+func lockFile(path string) (func(), error) { return LockFile(path, stateLockWait) }
+
+// LockFile takes an exclusive lock on path (flock on Unix, LockFileEx on
+// Windows), creating the file if needed and waiting at most wait; the
+// function it returns releases it. The system releases it when the
+// process dies, so a crash never leaves it held.
+func LockFile(path string, wait time.Duration) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
-	deadline := time.Now().Add(stateLockWait)
+	deadline := time.Now().Add(wait)
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		held, err := tryLock(f)
 		if err != nil {
@@ -30,7 +35,7 @@ func lockFile(path string) (func(), error) {
 		}
 		if time.Now().After(deadline) {
 			f.Close()
-			return nil, fmt.Errorf("another ralph process has held %s for over %s; if none is running, report this as a bug", path, stateLockWait)
+			return nil, fmt.Errorf("another ralph process has held %s for over %s; if none is running, report this as a bug", path, wait)
 		}
 		time.Sleep(delay)
 	}

@@ -33,7 +33,7 @@ fi
 
 // agentDir is the project folder such an agent works in.
 type agentDir struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 }
 

@@ -31,11 +31,29 @@ func TestMain(m *testing.M) {
 	// The agents' supervisor first, like run (proc.Supervise); the copy
 	// named "ralph" gets there through run.
 	proc.Supervise(os.Args)
+	if strings.HasSuffix(filepath.Base(os.Args[0]), ".test") {
+		isolateUserFolders()
+	}
 	testscript.Main(m, map[string]func(){
 		"ralph":          func() { os.Exit(run()) },
 		"ralph-holdlock": holdLock,
 		"claude":         func() { os.Exit(agenttest.FakeClaudeMain()) },
 	})
+}
+
+// isolateUserFolders points the tests' ralph at folders of their own for
+// what it keeps per user (agent settings, the registry of projects), so
+// that a developer's own XDG_CONFIG_HOME and XDG_STATE_HOME are neither
+// read nor written. The testscripts have their own environment already;
+// the Go tests that start the binary pass theirs on.
+func isolateUserFolders() {
+	dir, err := os.MkdirTemp("", "ralph-test-user-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ralph tests:", err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 }
 
 // holdLock is a stand-in coordinator for the scripts: ralph-holdlock DIR

@@ -1,14 +1,12 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/proc"
@@ -42,7 +40,7 @@ func (claudeBackend) Name() string { return "claude" }
 
 func (b claudeBackend) args(req Request) []string {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}
-	args = append(args, claudePermissionArgs(req.Permission)...)
+	args = append(args, claudePermissionArgs.of(req.Permission)...)
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
@@ -66,13 +64,7 @@ func (b claudeBackend) env(req Request) []string {
 	}
 	// The CLI accepts exactly "1": an inherited IS_SANDBOX=yes still makes
 	// it refuse, so any other value is replaced.
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "IS_SANDBOX=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, "IS_SANDBOX=1")
+	return withEnv(env, "IS_SANDBOX=1")
 }
 
 // Command is the command line Run starts for req.
@@ -82,23 +74,16 @@ func (b claudeBackend) Command(req Request) []string {
 
 func (b claudeBackend) Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error) {
 	s := newClaudeStream(onEvent, req.Model)
-	end, err := runChild(ctx, proc.Cmd{Name: b.bin, Args: b.args(req), Env: b.env(req)}, req, s)
-	if err != nil {
-		return Result{}, fmt.Errorf("start claude: %w", err)
-	}
-	return s.finish(end, b.now()), nil
+	return runCLI(ctx, "claude", proc.Cmd{Name: b.bin, Args: b.args(req), Env: b.env(req)}, req, s, b.now)
 }
 
 // claudeStream parses `claude -p --output-format stream-json` lines.
 type claudeStream struct {
-	onEvent   func(Event)
-	sessionID string
-	calls     map[string]*callUsage // model calls by message id
-	current   string                // the id of the call streaming now
-	tools     map[string]string     // tool_use id → tool name
-	result    *streamLine           // the last result line
-	got       atomic.Bool           // a result line has been parsed
-	skipped   int
+	streamState                       // settled: a result line has been parsed
+	calls       map[string]*callUsage // model calls by message id
+	current     string                // the id of the call streaming now
+	tools       map[string]string     // tool_use id → tool name
+	resultLine  *streamLine           // the last result line
 	// limitResetsAt is the reset time of the last rejected
 	// rate_limit_event: a fallback when the result names no time.
 	limitResetsAt int64
@@ -112,10 +97,7 @@ type claudeStream struct {
 }
 
 func newClaudeStream(onEvent func(Event), model string) *claudeStream {
-	if onEvent == nil {
-		onEvent = func(Event) {}
-	}
-	return &claudeStream{onEvent: onEvent, calls: map[string]*callUsage{}, tools: map[string]string{}, model: model}
+	return &claudeStream{streamState: newStreamState(onEvent), calls: map[string]*callUsage{}, tools: map[string]string{}, model: model}
 }
 
 // streamLine holds the fields ralph reads from any stream-json line.
@@ -216,27 +198,9 @@ type contentBlock struct {
 	Content   json.RawMessage `json:"content"` // tool_result: a string or text blocks
 }
 
-// Display limits for event text; the Result is never shortened.
-const (
-	maxToolInput  = 300
-	maxToolResult = 2000
-)
-
-func (s *claudeStream) settled() bool { return s.got.Load() }
-
-func (s *claudeStream) tooLong() { s.skipped++ }
-
 func (s *claudeStream) line(b []byte) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return
-	}
 	var l streamLine
-	if b[0] != '{' || json.Unmarshal(b, &l) != nil {
-		// Not stream-json: a warning printed to stdout, or a line broken
-		// by another write in its middle (anthropics/claude-code#49640).
-		// It stays in the raw log.
-		s.skipped++
+	if !s.decode(b, &l) {
 		return
 	}
 	if l.SessionID != "" && s.sessionID == "" {
@@ -266,7 +230,7 @@ func (s *claudeStream) line(b []byte) {
 			s.limitResetsAt = l.RateLimitInfo.ResetsAt
 		}
 	case "result":
-		s.result = &l
+		s.resultLine = &l
 		s.got.Store(true)
 		ev := Event{Kind: EventResult, SessionID: l.SessionID, Usage: l.Usage.usage(), CostUSD: l.TotalCostUSD}
 		if !l.IsError {
@@ -287,10 +251,10 @@ func (s *claudeStream) assistant(l streamLine) {
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			s.onEvent(Event{Kind: EventText, Text: b.Text, SessionID: s.sessionID})
+			s.sendText(b.Text)
 		case "tool_use":
 			s.tools[b.ID] = b.Name
-			s.onEvent(Event{Kind: EventToolUse, Tool: b.Name, Text: shorten(string(b.Input), maxToolInput), SessionID: s.sessionID})
+			s.sendToolUse(b.Name, string(b.Input))
 		}
 	}
 	// The CLI prints one assistant line per content block, each repeating
@@ -399,7 +363,7 @@ func (s *claudeStream) report(c *callUsage, minOut int64) {
 	s.streamed.In += d.In
 	s.streamed.Out += d.Out
 	s.estimate += dc
-	s.onEvent(Event{Kind: EventUsage, Usage: d, CostUSD: dc, SessionID: s.sessionID})
+	s.sendUsage(d, dc)
 }
 
 // estimateCost prices one call by its message's model (a subagent may use
@@ -428,7 +392,7 @@ func (s *claudeStream) user(l streamLine) {
 		if b.Type != "tool_result" {
 			continue
 		}
-		s.onEvent(Event{Kind: EventToolResult, Tool: s.tools[b.ToolUseID], Text: shorten(toolResultText(b.Content), maxToolResult), SessionID: s.sessionID})
+		s.sendToolResult(s.tools[b.ToolUseID], toolResultText(b.Content))
 	}
 }
 
@@ -501,46 +465,26 @@ func rawStrings(raw json.RawMessage) string {
 // finish turns the parsed stream and the way the child ended into the
 // Result. now resolves reset times stated without a date.
 func (s *claudeStream) finish(end childEnd, now time.Time) Result {
-	r := Result{
-		Model:        s.model,
-		SessionID:    s.sessionID,
-		ExitCode:     end.exitCode,
-		Duration:     end.duration,
-		PID:          end.pid,
-		SkippedLines: s.skipped,
-	}
-	// ralph stopped the child before it gave its result: that is the
-	// outcome, whatever the child printed on its way out. A child that hung
-	// after its result line has still answered.
-	if end.stopped != "" && !end.stoppedSettled {
-		r.IsError, r.ErrorKind = true, end.stopped
-		r.ErrorText = stoppedText(end.stopped)
+	r := s.result(end)
+	r.Model = s.model
+	if end.stoppedFirst() {
+		markStopped(&r, end.stopped)
 		// What it spent until the stop is the record: a run stopped for
 		// its budget must count toward it.
 		r.Usage, r.CostUSD = s.streamed, s.estimate
 		_, r.CostKnown = PriceOf(s.model)
 		r.UsageKnown = true
-		if s.result != nil {
-			r.Usage, r.CostUSD = s.result.Usage.usage(), s.result.TotalCostUSD
+		if s.resultLine != nil {
+			r.Usage, r.CostUSD = s.resultLine.Usage.usage(), s.resultLine.TotalCostUSD
 			r.CostKnown = true
 		}
 		return r
 	}
-	if s.result == nil {
-		r.IsError = true
-		if end.exitCode != 0 {
-			r.ErrorKind = KindCrashed
-			r.ErrorText = "claude ended without a result (" + exitText(end.exitCode) + ")"
-			if tail := lastLines(end.stderrTail, 5, 500); tail != "" {
-				r.ErrorText += ": " + tail
-			}
-		} else {
-			r.ErrorKind = KindBadOutput
-			r.ErrorText = fmt.Sprintf("claude exited 0 without a result line (%d unreadable lines)", s.skipped)
-		}
+	if s.resultLine == nil {
+		noResult(&r, end, "claude")
 		return r
 	}
-	l := s.result
+	l := s.resultLine
 	if l.SessionID != "" {
 		r.SessionID = l.SessionID
 	}
@@ -593,22 +537,4 @@ func classify(l *streamLine, status int, now time.Time) (kind ErrorKind, resetAt
 	default:
 		return KindCrashed, time.Time{}
 	}
-}
-
-func stoppedText(kind ErrorKind) string {
-	switch kind {
-	case KindTimeout:
-		return "stopped: the run passed its deadline"
-	case KindNoOutput:
-		return "stopped: no output for too long"
-	default:
-		return "stopped: interrupted"
-	}
-}
-
-func exitText(code int) string {
-	if code < 0 {
-		return "killed by a signal"
-	}
-	return fmt.Sprintf("exit code %d", code)
 }

@@ -40,7 +40,7 @@ func TestClaudeSuccess(t *testing.T) {
 		Usage:      Usage{In: 250 + 20 + 30, Out: 40},
 		CostUSD:    0.0123,
 		NumTurns:   2,
-		Model:      "claude-fake-1", // the init line's
+		Model:      "claude-test", // the init line names the --model it was given
 		UsageKnown: true,
 		CostKnown:  true,
 	}
@@ -57,7 +57,7 @@ func TestClaudeSuccess(t *testing.T) {
 		t.Fatalf("events %v, want %v", k, wantKinds)
 	}
 	l := ev.list
-	if l[0].SessionID != agenttest.SessionID || l[0].Text != "claude-fake-1" {
+	if l[0].SessionID != agenttest.SessionID || l[0].Text != "claude-test" {
 		t.Errorf("init event %+v", l[0])
 	}
 	if l[1].Text != "I'll write the file." || l[2].Usage != (Usage{In: 150, Out: 1}) {
@@ -72,7 +72,7 @@ func TestClaudeSuccess(t *testing.T) {
 	if l[7].Text != want.Final || l[7].Usage != want.Usage || l[7].CostUSD != want.CostUSD {
 		t.Errorf("result event %+v", l[7])
 	}
-	if raw.String() != agenttest.Success {
+	if raw.String() != strings.ReplaceAll(agenttest.Success, "claude-fake-1", "claude-test") {
 		t.Errorf("raw log differs from the child's stdout:\n%s", raw.String())
 	}
 	rec, err := agenttest.ReadRecord(f.record)

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/proc"
@@ -60,7 +59,7 @@ func (codexBackend) Name() string { return "codex" }
 
 func (b codexBackend) args(req Request) []string {
 	args := []string{"exec", "--json", "--skip-git-repo-check"}
-	args = append(args, codexPermissionArgs(req.Permission)...)
+	args = append(args, codexPermissionArgs.of(req.Permission)...)
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
@@ -79,22 +78,13 @@ func (b codexBackend) Command(req Request) []string {
 func (b codexBackend) Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error) {
 	s := newCodexStream(onEvent, req)
 	defer s.session.close()
-	end, err := runChild(ctx, proc.Cmd{Name: b.bin, Args: b.args(req), Env: req.Env}, req, s)
-	if err != nil {
-		return Result{}, fmt.Errorf("start codex: %w", err)
-	}
-	return s.finish(end, b.now()), nil
+	return runCLI(ctx, "codex", proc.Cmd{Name: b.bin, Args: b.args(req), Env: req.Env}, req, s, b.now)
 }
 
-// codexPermissionArgs are the Codex CLI's flags for mode p.
-func codexPermissionArgs(p Permission) []string {
-	switch p.orDefault() {
-	case PermissionAcceptEdits:
-		return []string{"--sandbox", "workspace-write"}
-	case PermissionDefault:
-		return nil
-	}
-	return []string{"--dangerously-bypass-approvals-and-sandbox"}
+// codexPermissionArgs are the Codex CLI's flags: none for default.
+var codexPermissionArgs = permissionArgs{
+	bypass:      []string{"--dangerously-bypass-approvals-and-sandbox"},
+	acceptEdits: []string{"--sandbox", "workspace-write"},
 }
 
 // codexPermissionFlags says how the Codex CLI carries out mode p.
@@ -105,24 +95,21 @@ func codexPermissionFlags(p Permission) string {
 	case PermissionDefault:
 		return "no flag: codex's own sandbox_mode decides (read-only when unset); codex exec never asks"
 	}
-	return strings.Join(codexPermissionArgs(p), " ")
+	return strings.Join(codexPermissionArgs.of(p), " ")
 }
 
 // codexStream parses `codex exec --json` lines, and the session file
 // beside them.
 type codexStream struct {
-	onEvent   func(Event)
-	sessionID string
-	model     string // the request's, then the session file's
-	modelRead bool   // model is the session file's
-	initSent  bool
-	tools     map[string]string // item id → tool, for items started
-	final     string            // the last agent message
-	lastError string            // the last error line that was not a retry
-	completed *codexUsage       // turn.completed's thread totals
-	failed    *string           // turn.failed's message
-	got       atomic.Bool       // the turn ended, either way
-	skipped   int
+	streamState        // settled: the turn ended, either way
+	model       string // the request's, then the session file's
+	modelRead   bool   // model is the session file's
+	initSent    bool
+	tools       map[string]string // item id → tool, for items started
+	final       string            // the last agent message
+	lastError   string            // the last error line that was not a retry
+	completed   *codexUsage       // turn.completed's thread totals
+	failed      *string           // turn.failed's message
 
 	session codexSession
 	// base is the thread's totals before this run (zero for a new
@@ -158,10 +145,7 @@ func (u codexUsage) tokens() Tokens {
 }
 
 func newCodexStream(onEvent func(Event), req Request) *codexStream {
-	if onEvent == nil {
-		onEvent = func(Event) {}
-	}
-	s := &codexStream{onEvent: onEvent, model: req.Model, tools: map[string]string{}, baseKnown: req.Resume == ""}
+	s := &codexStream{streamState: newStreamState(onEvent), model: req.Model, tools: map[string]string{}, baseKnown: req.Resume == ""}
 	s.session.home = codexHome(req.Env, req.Dir)
 	if req.Resume != "" && s.session.find(req.Resume) {
 		// What the file holds now is the thread's past: its last totals
@@ -210,18 +194,9 @@ type codexItem struct {
 	Query     string          `json:"query"` // web_search
 }
 
-func (s *codexStream) settled() bool { return s.got.Load() }
-
-func (s *codexStream) tooLong() { s.skipped++ }
-
 func (s *codexStream) line(b []byte) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return
-	}
 	var l codexLine
-	if b[0] != '{' || json.Unmarshal(b, &l) != nil {
-		s.skipped++ // stays in the raw log
+	if !s.decode(b, &l) {
 		return
 	}
 	if l.Type == "thread.started" {
@@ -298,7 +273,7 @@ func (s *codexStream) advance(total codexUsage) {
 		cost = p.Cost(d.tokens())
 	}
 	s.estimate += cost
-	s.onEvent(Event{Kind: EventUsage, Usage: d.usage(), CostUSD: cost, SessionID: s.sessionID})
+	s.sendUsage(d.usage(), cost)
 }
 
 func (s *codexStream) turnCompleted(u *codexUsage) {
@@ -353,7 +328,7 @@ func (s *codexStream) itemStarted(it *codexItem) {
 		return
 	}
 	s.tools[it.ID] = tool
-	s.onEvent(Event{Kind: EventToolUse, Tool: tool, Text: shorten(codexToolInput(it), maxToolInput), SessionID: s.sessionID})
+	s.sendToolUse(tool, codexToolInput(it))
 }
 
 func (s *codexStream) itemCompleted(it *codexItem) {
@@ -362,7 +337,7 @@ func (s *codexStream) itemCompleted(it *codexItem) {
 	}
 	if it.Type == "agent_message" {
 		s.final = it.Text
-		s.onEvent(Event{Kind: EventText, Text: it.Text, SessionID: s.sessionID})
+		s.sendText(it.Text)
 		return
 	}
 	tool := codexToolOf(it)
@@ -371,10 +346,10 @@ func (s *codexStream) itemCompleted(it *codexItem) {
 	}
 	if _, ok := s.tools[it.ID]; !ok {
 		// Some items are only reported once done.
-		s.onEvent(Event{Kind: EventToolUse, Tool: tool, Text: shorten(codexToolInput(it), maxToolInput), SessionID: s.sessionID})
+		s.sendToolUse(tool, codexToolInput(it))
 	}
 	delete(s.tools, it.ID)
-	s.onEvent(Event{Kind: EventToolResult, Tool: tool, Text: shorten(codexToolOutput(it), maxToolResult), SessionID: s.sessionID})
+	s.sendToolResult(tool, codexToolOutput(it))
 }
 
 // codexToolInput is what a tool call asks, for display.
@@ -474,19 +449,12 @@ func codexWaitIn(msg string) time.Duration {
 // Result. now resolves reset times.
 func (s *codexStream) finish(end childEnd, now time.Time) Result {
 	s.followSession() // what it wrote while it stopped
-	r := Result{
-		Model:        s.model,
-		SessionID:    s.sessionID,
-		ExitCode:     end.exitCode,
-		Duration:     end.duration,
-		PID:          end.pid,
-		SkippedLines: s.skipped,
-	}
+	r := s.result(end)
+	r.Model = s.model
 	s.spent(&r)
 	switch {
-	case end.stopped != "" && !end.stoppedSettled:
-		// ralph stopped it before the turn ended: that is the outcome.
-		r.IsError, r.ErrorKind, r.ErrorText = true, end.stopped, stoppedText(end.stopped)
+	case end.stoppedFirst():
+		markStopped(&r, end.stopped)
 	case s.completed != nil:
 		r.Final = s.final
 	case s.failed != nil:
@@ -595,15 +563,9 @@ func codexHome(env []string, dir string) string {
 	if env == nil {
 		env = os.Environ()
 	}
-	var home, own string
-	for _, kv := range env { // the last one wins, as for the child
-		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
-			own = v
-		} else if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
-	}
+	own := envValue(env, "CODEX_HOME")
 	if own == "" {
+		home := envValue(env, "HOME")
 		if home == "" {
 			return ""
 		}

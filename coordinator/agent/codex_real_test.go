@@ -9,79 +9,40 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
-	"github.com/ralph-dev/ralph/coordinator/proc"
-	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // The real Codex CLI against a fake OpenAI Responses API on loopback: it
 // asks for tool calls (apply_patch, exec_command), really runs them, sends
-// their output back and gets its final text. .ci/run installs the pinned
-// CLI and sets RALPH_CODEX_BIN.
+// their output back and gets its final text.
 
-// realCodex finds the CLI: RALPH_CODEX_BIN, else codex on PATH, else the
-// test is skipped (only then).
-func realCodex(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("RALPH_CODEX_BIN"); p != "" {
-		return p
-	}
-	if p, err := proc.LookPath("codex"); err == nil {
-		return p
-	}
-	t.Skip("Codex CLI not found: set RALPH_CODEX_BIN or put codex on PATH (npm install @openai/codex@0.169.0; .ci/run installs it)")
-	return ""
-}
-
-const codexPrompt = "Create hello.txt saying hello, then say <promise>COMPLETE</promise>."
-
-// codexRequest is a run of the real CLI in a fresh project and HOME, with
-// no way out but the fake API at baseURL. No model: the config's is used,
-// and must be read back.
+// codexRequest is a run of the real CLI (realRequest) with no model: the
+// config's is used, and must be read back.
 func codexRequest(t *testing.T, baseURL string) Request {
 	t.Helper()
-	tmp := t.TempDir()
-	home, project := filepath.Join(tmp, "home"), filepath.Join(tmp, "project")
-	for _, d := range []string{home, project} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env, err := agenttest.CodexEnv(home, baseURL, os.Getenv("PATH"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Request{
-		Prompt:          codexPrompt,
-		Dir:             project,
-		Env:             env,
-		NoOutputTimeout: 30 * time.Second,
-		Timeout:         60 * time.Second,
-		Grace:           2 * time.Second,
-	}
+	req := realRequest(t, agenttest.CodexCLI, baseURL)
+	req.Model = ""
+	return req
 }
 
-// checkModelCalls checks that the server got n model requests, all for
-// the config's model with the prompt, and nothing else.
-func checkModelCalls(t *testing.T, api *agenttest.FakeResponses, n int) []agenttest.Seen {
+// runCodex runs the real CLI (runReal), and checks that the fake got n
+// model requests, all offering tools, with the prompt.
+func runCodex(ctx context.Context, t *testing.T, bin string, api *agenttest.FakeResponses, req Request, onEvent func(Event), n int) (Result, string) {
 	t.Helper()
-	if u := api.Unexpected(); len(u) > 0 {
-		t.Errorf("requests that were not model calls: %v", u)
-	}
+	res, raw := runReal(ctx, t, agenttest.CodexCLI, bin, api, req, onEvent)
 	seen := api.Seen()
 	if len(seen) != n {
-		t.Fatalf("the fake got %d model requests, want %d: %+v", len(seen), n, seen)
+		t.Fatalf("the fake got %d model requests, want %d: %+v\nraw output:\n%s", len(seen), n, seen, raw)
 	}
 	for _, s := range seen {
-		if s.Model != agenttest.FakeResponsesModel || !s.HasTools || !strings.Contains(s.UserText, codexPrompt) {
-			t.Errorf("request %d: model %q, tools %v, prompt in it: %v", s.N, s.Model, s.HasTools, strings.Contains(s.UserText, codexPrompt))
+		if !s.HasTools || !strings.Contains(s.UserText, realPrompt) {
+			t.Errorf("request %d: tools %v, prompt in it: %v", s.N, s.HasTools, strings.Contains(s.UserText, realPrompt))
 		}
 	}
-	return seen
+	return res, raw
 }
 
 // codexUsageSum adds up the usage events.
@@ -97,7 +58,7 @@ func codexUsageSum(list []Event) (sum Usage, n int) {
 }
 
 func TestRealCodex(t *testing.T) {
-	bin := realCodex(t)
+	bin := realCLI(t, "codex")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
@@ -106,16 +67,11 @@ func TestRealCodex(t *testing.T) {
 		req := codexRequest(t, api.Start(t))
 		target := filepath.Join(req.Dir, "hello.txt")
 		api.Script = agenttest.WriteThenFinal("Create hello.txt saying hello", target, "hello from codex\n")
-		var raw proctest.SyncBuffer
-		req.RawLog = &raw
 		ev := &events{t: t}
-		res, err := Codex(bin).Run(ctx, req, ev.on)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("real codex: %s, exit %d, %d raw bytes, events %v", res.Duration.Round(time.Millisecond), res.ExitCode, len(raw.String()), ev.kinds())
+		res, raw := runCodex(ctx, t, bin, api, req, ev.on, 2)
+		t.Logf("events %v", ev.kinds())
 		if res.IsError || res.ErrorKind != "" || res.ExitCode != 0 {
-			t.Fatalf("got %+v\nraw output:\n%s", res, raw.String())
+			t.Fatalf("got %+v\nraw output:\n%s", res, raw)
 		}
 		data, err := os.ReadFile(target)
 		if err != nil || string(data) != "hello from codex\n" {
@@ -133,7 +89,7 @@ func TestRealCodex(t *testing.T) {
 		if res.CostKnown || res.CostUSD != 0 {
 			t.Errorf("cost %v, known %v: codex reports none and gpt models are not in the price table", res.CostUSD, res.CostKnown)
 		}
-		seen := checkModelCalls(t, api, 2)
+		seen := api.Seen()
 		if seen[0].ToolResult || !seen[1].ToolResult || !strings.Contains(seen[1].ToolResultText, "hello.txt") {
 			t.Errorf("tool results sent: %v then %v (%q)", seen[0].ToolResult, seen[1].ToolResult, seen[1].ToolResultText)
 		}
@@ -150,7 +106,6 @@ func TestRealCodex(t *testing.T) {
 		if !init || ev.list[0].Kind != EventInit || !tool || !result || !ev.has(EventToolResult) || !ev.has(EventText) {
 			t.Errorf("events %+v", ev.list)
 		}
-		assertGone(t, res.PID, res.PID)
 	})
 
 	// The permission modes, for real: a shell command writing a file in
@@ -171,10 +126,7 @@ func TestRealCodex(t *testing.T) {
 				return agenttest.Reply{Command: "echo shell > shell.txt"}
 			}
 			ev := &events{t: t}
-			res, err := Codex(bin).Run(ctx, req, ev.on)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, _ := runCodex(ctx, t, bin, api, req, ev.on, 2)
 			if res.IsError || res.Final != agenttest.FakeFinal {
 				t.Fatalf("got %+v", res)
 			}
@@ -199,33 +151,23 @@ func TestRealCodex(t *testing.T) {
 	t.Run("rate limit", func(t *testing.T) {
 		api := &agenttest.FakeResponses{Script: agenttest.Always(agenttest.Reply{Status: 429})}
 		req := codexRequest(t, api.Start(t))
-		res, err := Codex(bin).Run(ctx, req, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("real codex, 429: %s, exit %d, %q", res.Duration.Round(time.Millisecond), res.ExitCode, res.ErrorText)
+		// Retries are off: one request, and an answer within seconds.
+		res, _ := runCodex(ctx, t, bin, api, req, nil, 1)
 		if !res.IsError || res.ErrorKind != KindRateLimit || res.APIStatus != 429 || res.Final != "" {
 			t.Fatalf("got %+v", res)
 		}
-		// Retries are off: one request, and an answer within seconds.
 		if res.Duration > 15*time.Second {
 			t.Errorf("took %s", res.Duration)
 		}
-		checkModelCalls(t, api, 1)
-		assertGone(t, res.PID, res.PID)
 	})
 
 	t.Run("server error", func(t *testing.T) {
 		api := &agenttest.FakeResponses{Script: agenttest.Always(agenttest.Reply{Status: 500})}
 		req := codexRequest(t, api.Start(t))
-		res, err := Codex(bin).Run(ctx, req, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, _ := runCodex(ctx, t, bin, api, req, nil, 1)
 		if !res.IsError || res.ErrorKind != KindAPIError || res.APIStatus != 500 || res.Final != "" {
 			t.Fatalf("got %+v", res)
 		}
-		checkModelCalls(t, api, 1)
 	})
 
 	// A model that starts its answer and then says nothing: codex waits
@@ -235,29 +177,19 @@ func TestRealCodex(t *testing.T) {
 		api := &agenttest.FakeResponses{Script: agenttest.Always(agenttest.Reply{Hang: true})}
 		req := codexRequest(t, api.Start(t))
 		req.NoOutputTimeout = 2 * time.Second
-		res, err := Codex(bin).Run(ctx, req, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, _ := runCodex(ctx, t, bin, api, req, nil, 1)
 		if res.ErrorKind != KindNoOutput || res.SessionID == "" || res.Duration > 20*time.Second {
 			t.Fatalf("got %+v", res)
 		}
-		checkModelCalls(t, api, 1)
-		assertGone(t, res.PID, res.PID)
 	})
 
 	t.Run("no marker", func(t *testing.T) {
 		const answer = "I looked, but I did not finish."
 		api := &agenttest.FakeResponses{Script: agenttest.Always(agenttest.Reply{Final: answer})}
 		req := codexRequest(t, api.Start(t))
-		var raw proctest.SyncBuffer
-		req.RawLog = &raw
-		res, err := Codex(bin).Run(ctx, req, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, raw := runCodex(ctx, t, bin, api, req, nil, 1)
 		if res.IsError || res.ErrorKind != "" || res.Final != answer {
-			t.Fatalf("got %+v\nraw output:\n%s", res, raw.String())
+			t.Fatalf("got %+v\nraw output:\n%s", res, raw)
 		}
 	})
 
@@ -270,17 +202,14 @@ func TestRealCodex(t *testing.T) {
 		req := codexRequest(t, api.Start(t))
 		target := filepath.Join(req.Dir, "hello.txt")
 		api.Script = agenttest.WriteThenFinal("Create hello.txt saying hello", target, "hello\n")
-		first, err := Codex(bin).Run(ctx, req, nil)
-		if err != nil || first.IsError || first.SessionID == "" {
-			t.Fatalf("first run: %v, %+v", err, first)
+		first, _ := runCodex(ctx, t, bin, api, req, nil, 2)
+		if first.IsError || first.SessionID == "" {
+			t.Fatalf("first run: %+v", first)
 		}
 		const second = "Now say what you did."
 		api.Script = agenttest.Always(agenttest.Reply{Final: "I wrote hello.txt."})
 		req.Prompt, req.Resume = second, first.SessionID
-		res, err := Codex(bin).Run(ctx, req, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, _ := runReal(ctx, t, agenttest.CodexCLI, bin, api, req, nil)
 		if res.IsError || res.Final != "I wrote hello.txt." || res.SessionID != first.SessionID {
 			t.Fatalf("second run: %+v", res)
 		}
@@ -291,7 +220,7 @@ func TestRealCodex(t *testing.T) {
 		// The conversation goes on: the first prompt and its tool's
 		// result come before the second prompt.
 		text := seen[2].UserText
-		i, j, k := strings.Index(text, codexPrompt), strings.Index(text, "hello.txt"), strings.Index(text, second)
+		i, j, k := strings.Index(text, realPrompt), strings.Index(text, "hello.txt"), strings.Index(text, second)
 		if i < 0 || j < 0 || k < 0 || !(i < k && j < k) {
 			t.Errorf("the resumed request's user text lacks the first run's:\n%s", text)
 		}
@@ -324,30 +253,13 @@ func testRealCodexEndless(ctx context.Context, t *testing.T, bin string) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex
-	var list []Event
-	usageEvents := 0
-	onEvent := func(e Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		list = append(list, e)
-		if e.Kind == EventUsage {
-			if usageEvents++; usageEvents == 3 {
-				cancel()
-			}
-		}
-	}
-	res, err := Codex(bin).Run(ctx, req, onEvent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("real codex, endless: %s, %d model calls, usage %+v", res.Duration.Round(time.Millisecond), len(api.Seen()), res.Usage)
+	ev, onEvent := stopAfterCalls(t, 3, cancel)
+	res, _ := runReal(ctx, t, agenttest.CodexCLI, bin, api, req, onEvent)
+	t.Logf("real codex, endless: usage %+v", res.Usage)
 	if res.ErrorKind != KindInterrupted || !res.IsError || res.Final != "" {
 		t.Fatalf("got %+v", res)
 	}
-	mu.Lock()
-	sum, n := codexUsageSum(list)
-	mu.Unlock()
+	sum, n := codexUsageSum(ev.list)
 	if n < 3 || !res.UsageKnown || res.Usage != sum || res.Usage.In < 3*agenttest.FakeResponsesInput {
 		t.Errorf("usage %+v (known %v) after %d usage events adding up to %+v", res.Usage, res.UsageKnown, n, sum)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ralph-dev/ralph/coordinator/proc"
@@ -14,7 +15,9 @@ import (
 // Exec returns a backend that runs any program as the agent
 // (`--agent exec --agent-cmd "PROGRAM ARGS"`): the prompt on stdin, plain
 // text on stdout. command is split like a shell would split it (quotes and
-// backslashes), but no shell runs it. Request.Model is not passed on.
+// backslashes, SplitCommand), but no shell runs it. Request.Args (a
+// person's settings) come after its own arguments; Request.Model is not
+// passed on.
 //
 // The final message is the last non-empty paragraph of stdout (lines after
 // the last blank line, trimmed; at most 64 KiB, keeping the end). Not all of
@@ -23,7 +26,7 @@ import (
 // (snarktank/ralph PR #31). Each non-empty stdout line is also a "text"
 // event.
 func Exec(command string) (Backend, error) {
-	argv, err := splitCommand(command)
+	argv, err := SplitCommand(command)
 	if err != nil {
 		return nil, fmt.Errorf("--agent-cmd %q: %w", command, err)
 	}
@@ -44,36 +47,30 @@ type execBackend struct{ argv []string }
 
 func (execBackend) Name() string { return "exec" }
 
-// Command is the program and its arguments, as given; the prompt goes on
-// stdin.
-func (b execBackend) Command(Request) []string { return append([]string(nil), b.argv...) }
+// Command is the program and its arguments, as given, then req.Args; the
+// prompt goes on stdin.
+func (b execBackend) Command(req Request) []string { return slices.Concat(b.argv, req.Args) }
 
 func (b execBackend) Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error) {
-	s := &textStream{onEvent: onEvent}
-	if s.onEvent == nil {
-		s.onEvent = func(Event) {}
-	}
+	s := &textStream{streamState: newStreamState(onEvent)}
 	name := b.argv[0]
 	if strings.Contains(name, "/") && !filepath.IsAbs(name) && req.Dir != "" {
 		name = filepath.Join(req.Dir, name) // relative to the project root, as documented
 	}
-	end, err := runChild(ctx, proc.Cmd{Name: name, Args: b.argv[1:], Env: req.Env}, req, s)
+	// A new slice: Runs may share b.
+	args := slices.Concat(b.argv[1:], req.Args)
+	end, err := runChild(ctx, proc.Cmd{Name: name, Args: args, Env: req.Env}, req, s)
 	if err != nil {
 		if errors.Is(err, proc.ErrNotFound) {
 			return Result{}, fmt.Errorf("--agent-cmd: %s not found; install it or give its path", b.argv[0])
 		}
 		return Result{}, fmt.Errorf("start %s: %w", b.argv[0], err)
 	}
-	r := Result{
-		Final:        s.final(),
-		ExitCode:     end.exitCode,
-		Duration:     end.duration,
-		PID:          end.pid,
-		SkippedLines: s.skipped,
-	}
+	r := s.result(end)
+	r.Final = s.final()
 	switch {
-	case end.stopped != "":
-		r.IsError, r.ErrorKind, r.ErrorText = true, end.stopped, stoppedText(end.stopped)
+	case end.stoppedFirst():
+		markStopped(&r, end.stopped)
 	case end.exitCode != 0:
 		r.IsError, r.ErrorKind = true, KindCrashed
 		r.ErrorText = b.argv[0] + ": " + exitText(end.exitCode)
@@ -92,15 +89,13 @@ func (b execBackend) Run(ctx context.Context, req Request, onEvent func(Event)) 
 const maxParagraph = 64 << 10
 
 // textStream follows plain-text output, keeping only the paragraph being
-// written and the last finished one.
+// written and the last finished one. It has no session, and no answer
+// before the child ends: it is never settled.
 type textStream struct {
-	onEvent       func(Event)
+	streamState
 	cur, last     []byte
-	skipped       int
 	curHasContent bool
 }
-
-func (s *textStream) settled() bool { return false }
 
 func (s *textStream) tooLong() {
 	s.skipped++
@@ -118,7 +113,7 @@ func (s *textStream) line(b []byte) {
 		s.cur, s.curHasContent = s.cur[:0], false
 		return
 	}
-	s.onEvent(Event{Kind: EventText, Text: string(b)})
+	s.sendText(string(b))
 	s.cur = append(s.cur, b...)
 	s.cur = append(s.cur, '\n')
 	s.curHasContent = true
@@ -139,11 +134,13 @@ func (s *textStream) final() string {
 	return strings.TrimSpace(string(s.last))
 }
 
-// splitCommand splits a command line the way a POSIX shell splits words:
-// blanks separate words; single quotes keep everything literally; double
-// quotes keep blanks, with \" \\ \$ \` escaped; a backslash outside quotes
-// escapes the next character. No expansion of any kind happens.
-func splitCommand(s string) ([]string, error) {
+// SplitCommand splits a command line the way a POSIX shell splits words,
+// for --agent-cmd and for the args and env of a person's agent settings:
+// blanks (and newlines) separate words; single quotes keep everything
+// literally; double quotes keep blanks, with \" \\ \$ \` escaped; a
+// backslash outside quotes escapes the next character, and before a
+// newline continues the line. No expansion of any kind happens.
+func SplitCommand(s string) ([]string, error) {
 	var (
 		args    []string
 		cur     strings.Builder

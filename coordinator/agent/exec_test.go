@@ -81,6 +81,33 @@ printf '\n\n'`)
 	assertGone(t, res.PID, res.PID)
 }
 
+// A person's extra arguments (Request.Args, from their agent settings)
+// come after the command's own, in the command shown and the one run.
+func TestExecArgs(t *testing.T) {
+	path := agentScript(t, "echo done")
+	b, err := Exec("sh '" + path + "' own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Prompt: "p", Dir: t.TempDir(), Args: []string{"--extra", "two words"}, NoOutputTimeout: 10 * time.Second, Grace: 200 * time.Millisecond}
+	if got, want := b.Command(req), []string{"sh", path, "own", "--extra", "two words"}; !slices.Equal(got, want) {
+		t.Errorf("Command = %q, want %q", got, want)
+	}
+	res, err := b.Run(t.Context(), req, nil)
+	if err != nil || res.IsError || res.Final != "done" {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	args, _ := os.ReadFile(filepath.Join(req.Dir, "args.txt"))
+	if want := "own\n--extra\ntwo words\n"; string(args) != want {
+		t.Errorf("args %q, want %q", args, want)
+	}
+	// The backend is shared by runs: one's arguments stay its own.
+	if got, want := b.Command(Request{}), []string{"sh", path, "own"}; !slices.Equal(got, want) {
+		t.Errorf("Command without Args = %q, want %q", got, want)
+	}
+	assertGone(t, res.PID, res.PID)
+}
+
 func TestExecFailures(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -159,14 +186,46 @@ func TestSplitCommand(t *testing.T) {
 		{"", nil},
 	}
 	for _, tt := range tests {
-		got, err := splitCommand(tt.in)
+		got, err := SplitCommand(tt.in)
 		if err != nil || !slices.Equal(got, tt.want) {
-			t.Errorf("splitCommand(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			t.Errorf("SplitCommand(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 	for _, bad := range []string{`a 'b`, `a "b`, `a b\`} {
-		if _, err := splitCommand(bad); err == nil {
-			t.Errorf("splitCommand(%q): no error", bad)
+		if _, err := SplitCommand(bad); err == nil {
+			t.Errorf("SplitCommand(%q): no error", bad)
+		}
+	}
+}
+
+// The same split reads the args and env of a person's agent settings
+// (agentconfig), and its errors are shown to them as they are.
+func TestSplitCommandSettings(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{"", nil, ""},
+		{"--verbose", []string{"--verbose"}, ""},
+		{"  -c  a=b\t--x ", []string{"-c", "a=b", "--x"}, ""},
+		{`--prompt 'two words' "and $HOME" back\ slash`, []string{"--prompt", "two words", "and $HOME", "back slash"}, ""},
+		{`"say \"hi\" \n"`, []string{`say "hi" \n`}, ""},
+		{`'it'\''s'`, []string{"it's"}, ""},
+		{`''`, []string{""}, ""},
+		{`'open`, nil, "unterminated ' quote"},
+		{`"open`, nil, `unterminated " quote`},
+		{`end\`, nil, "ends with a lone backslash"},
+	}
+	for _, tt := range tests {
+		got, err := SplitCommand(tt.in)
+		switch {
+		case tt.err != "":
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("SplitCommand(%q) error = %v, want %q", tt.in, err, tt.err)
+			}
+		case err != nil || !slices.Equal(got, tt.want):
+			t.Errorf("SplitCommand(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 }
@@ -182,7 +241,7 @@ func TestFinalParagraph(t *testing.T) {
 		{"\n\n", ""},
 	}
 	for _, tt := range tests {
-		s := &textStream{onEvent: func(Event) {}}
+		s := &textStream{streamState: newStreamState(nil)}
 		for _, l := range strings.Split(tt.out, "\n") {
 			s.line([]byte(l))
 		}
@@ -191,7 +250,7 @@ func TestFinalParagraph(t *testing.T) {
 		}
 	}
 	// A paragraph that never ends keeps its last 64 KiB.
-	s := &textStream{onEvent: func(Event) {}}
+	s := &textStream{streamState: newStreamState(nil)}
 	for range 10000 {
 		s.line([]byte(strings.Repeat("z", 99)))
 	}

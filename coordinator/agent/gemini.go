@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/proc"
@@ -63,7 +62,7 @@ func (geminiBackend) Name() string { return "gemini" }
 
 func (b geminiBackend) args(req Request) []string {
 	args := []string{"--output-format", "stream-json", "--skip-trust"}
-	args = append(args, geminiPermissionArgs(req.Permission)...)
+	args = append(args, geminiPermissionArgs.of(req.Permission)...)
 	if req.Model != "" {
 		// Without -m the CLI's router makes a side call to pick one.
 		args = append(args, "-m", req.Model)
@@ -86,31 +85,20 @@ func (b geminiBackend) Run(ctx context.Context, req Request, onEvent func(Event)
 	defer stopAtCap()
 	s := newGeminiStream(onEvent, req.Model)
 	s.chats = newGeminiChats(req.Env, b.now())
-	s.maxTurns, s.stopAtCap = req.MaxTurns, stopAtCap
-	end, err := runChild(capCtx, proc.Cmd{Name: b.bin, Args: b.args(req), Env: req.Env}, req, s)
-	if err != nil {
-		return Result{}, fmt.Errorf("start gemini: %w", err)
-	}
-	if s.capped && end.stopped == KindInterrupted && ctx.Err() == nil {
-		end.stopped = KindMaxTurns
-	}
-	return s.finish(end, b.now()), nil
+	s.maxTurns, s.stopAtCap, s.callerErr = req.MaxTurns, stopAtCap, ctx.Err
+	return runCLI(capCtx, "gemini", proc.Cmd{Name: b.bin, Args: b.args(req), Env: req.Env}, req, s, b.now)
 }
 
-// geminiPermissionArgs are Gemini CLI's flags for mode p.
-func geminiPermissionArgs(p Permission) []string {
-	switch p.orDefault() {
-	case PermissionAcceptEdits:
-		return []string{"--approval-mode", "auto_edit"}
-	case PermissionDefault:
-		return []string{"--approval-mode", "default"}
-	}
-	return []string{"--approval-mode", "yolo"}
+// geminiPermissionArgs are Gemini CLI's flags.
+var geminiPermissionArgs = permissionArgs{
+	bypass:      []string{"--approval-mode", "yolo"},
+	acceptEdits: []string{"--approval-mode", "auto_edit"},
+	byDefault:   []string{"--approval-mode", "default"},
 }
 
 // geminiPermissionFlags says how Gemini CLI carries out mode p.
 func geminiPermissionFlags(p Permission) string {
-	s := strings.Join(geminiPermissionArgs(p), " ")
+	s := strings.Join(geminiPermissionArgs.of(p), " ")
 	switch p.orDefault() {
 	case PermissionAcceptEdits:
 		s += " (headless, the shell tool is not offered)"
@@ -126,36 +114,21 @@ func geminiMaxTurnsFlag(n int) string {
 	return "not passed on (the CLI reads a cap from its settings files only): ralph stops the run after " + strconv.Itoa(n) + " model calls"
 }
 
-// geminiEnvValue is the value of name in env, "" when unset. The last setting
-// wins, as for exec.
-func geminiEnvValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val
-		}
-	}
-	return v
-}
-
 // geminiStream parses `gemini --output-format stream-json` lines.
 type geminiStream struct {
-	onEvent   func(Event)
-	sessionID string
-	model     string            // the request's, then the init line's
-	tools     map[string]string // tool_id → tool name
+	streamState                   // settled: a result line has been parsed
+	model       string            // the request's, then the init line's
+	tools       map[string]string // tool_id → tool name
 	// final is the last assistant message: the text deltas since the
 	// last tool call. A tool call starts a new message. open says it has
 	// not been sent as an EventText yet: a message goes out whole (when a
 	// tool call or the result follows), not delta by delta.
-	final    strings.Builder
-	open     bool
-	afterUse bool // a tool was called since the last text delta
-	result   *geminiLine
-	got      atomic.Bool // a result line has been parsed
-	lastErr  string      // the last error line's message
-	skipped  int
-	chats    *geminiChats // the CLI's session record, for usage; may be nil
+	final      strings.Builder
+	open       bool
+	afterUse   bool // a tool was called since the last text delta
+	resultLine *geminiLine
+	lastErr    string       // the last error line's message
+	chats      *geminiChats // the CLI's session record, for usage; may be nil
 	// The turn cap: maxTurns model calls (0: none). pending counts the
 	// tool calls of the current model call still without a result;
 	// toolTurns the calls whose tool results are all in, after each of
@@ -165,13 +138,13 @@ type geminiStream struct {
 	toolTurns int
 	stopAtCap func()
 	capped    bool // the cap was reached and stopAtCap called
+	// callerErr is the error of Run's own context (nil: never done): a
+	// stop after the cap that the caller did not ask for is the cap's.
+	callerErr func() error
 }
 
 func newGeminiStream(onEvent func(Event), model string) *geminiStream {
-	if onEvent == nil {
-		onEvent = func(Event) {}
-	}
-	return &geminiStream{onEvent: onEvent, model: model, tools: map[string]string{}}
+	return &geminiStream{streamState: newStreamState(onEvent), model: model, tools: map[string]string{}}
 }
 
 // geminiLine holds the fields ralph reads from any stream-json line.
@@ -230,20 +203,9 @@ func (t geminiTokens) tokens() Tokens {
 	return Tokens{Input: t.Input - t.Cached, CacheRead: t.Cached, Output: u.Out}
 }
 
-func (s *geminiStream) settled() bool { return s.got.Load() }
-
-func (s *geminiStream) tooLong() { s.skipped++ }
-
 func (s *geminiStream) line(b []byte) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return
-	}
 	var l geminiLine
-	if b[0] != '{' || json.Unmarshal(b, &l) != nil {
-		// Not stream-json: a warning printed to stdout. It stays in the
-		// raw log.
-		s.skipped++
+	if !s.decode(b, &l) {
 		return
 	}
 	switch l.Type {
@@ -265,14 +227,14 @@ func (s *geminiStream) line(b []byte) {
 		s.tools[l.ToolID] = l.ToolName
 		s.afterUse = true
 		s.pending++
-		s.onEvent(Event{Kind: EventToolUse, Tool: l.ToolName, Text: shorten(string(l.Parameters), maxToolInput), SessionID: s.sessionID})
+		s.sendToolUse(l.ToolName, string(l.Parameters))
 		s.readUsage()
 	case "tool_result":
 		text := l.Output
 		if l.Error != nil && text == "" {
 			text = l.Error.Message
 		}
-		s.onEvent(Event{Kind: EventToolResult, Tool: s.tools[l.ToolID], Text: shorten(text, maxToolResult), SessionID: s.sessionID})
+		s.sendToolResult(s.tools[l.ToolID], text)
 		s.readUsage()
 		s.toolDone()
 	case "error":
@@ -282,7 +244,7 @@ func (s *geminiStream) line(b []byte) {
 	case "result":
 		s.flushText()
 		s.readUsage()
-		s.result = &l
+		s.resultLine = &l
 		s.got.Store(true)
 		ev := Event{Kind: EventResult, SessionID: s.sessionID}
 		if l.Stats != nil {
@@ -311,7 +273,7 @@ func (s *geminiStream) text(delta string) {
 func (s *geminiStream) flushText() {
 	if s.open {
 		s.open = false
-		s.onEvent(Event{Kind: EventText, Text: s.final.String(), SessionID: s.sessionID})
+		s.sendText(s.final.String())
 	}
 }
 
@@ -336,7 +298,7 @@ func (s *geminiStream) toolDone() {
 // not reported yet.
 func (s *geminiStream) readUsage() {
 	for _, c := range s.chats.read() {
-		s.onEvent(Event{Kind: EventUsage, Usage: c.usage, CostUSD: c.cost, SessionID: s.sessionID})
+		s.sendUsage(c.usage, c.cost)
 	}
 }
 
@@ -361,10 +323,10 @@ func (s *geminiStream) cost(st *geminiStats) (usd float64, ok bool) {
 // the init line's.
 func (s *geminiStream) reportedModel() string {
 	model, most := s.model, int64(-1)
-	if s.result == nil || s.result.Stats == nil {
+	if s.resultLine == nil || s.resultLine.Stats == nil {
 		return model
 	}
-	for m, t := range s.result.Stats.Models {
+	for m, t := range s.resultLine.Stats.Models {
 		if t.Total > most || (t.Total == most && m < model) {
 			model, most = m, t.Total
 		}
@@ -375,13 +337,10 @@ func (s *geminiStream) reportedModel() string {
 // finish turns the parsed stream and the way the child ended into the
 // Result.
 func (s *geminiStream) finish(end childEnd, now time.Time) Result {
-	r := Result{
-		SessionID:    s.sessionID,
-		ExitCode:     end.exitCode,
-		Duration:     end.duration,
-		PID:          end.pid,
-		SkippedLines: s.skipped,
+	if s.capped && end.stopped == KindInterrupted && s.callerErr != nil && s.callerErr() == nil {
+		end.stopped = KindMaxTurns
 	}
+	r := s.result(end)
 	// The child is gone: what it wrote last is its message, and the
 	// session record holds every call it finished.
 	s.flushText()
@@ -391,12 +350,10 @@ func (s *geminiStream) finish(end childEnd, now time.Time) Result {
 		r.NumTurns = s.chats.calls()
 	}
 	switch {
-	case end.stopped != "" && !end.stoppedSettled:
-		// ralph stopped it before its result: that is the outcome,
-		// whatever it printed on its way out.
+	case end.stoppedFirst():
 		s.stopped(&r, end.stopped)
-	case s.result == nil:
-		s.noResult(&r, end)
+	case s.resultLine == nil:
+		noResult(&r, end, "gemini")
 	default:
 		s.answered(&r, end.exitCode, now)
 	}
@@ -407,7 +364,7 @@ func (s *geminiStream) finish(end childEnd, now time.Time) Result {
 // until then is the record: a run stopped for its budget must count
 // toward it.
 func (s *geminiStream) stopped(r *Result, kind ErrorKind) {
-	r.IsError, r.ErrorKind, r.ErrorText = true, kind, stoppedText(kind)
+	markStopped(r, kind)
 	if kind == KindMaxTurns {
 		r.ErrorText = fmt.Sprintf("stopped: the turn limit (%d) was reached", s.maxTurns)
 	}
@@ -422,25 +379,9 @@ func (s *geminiStream) stopped(r *Result, kind ErrorKind) {
 	}
 }
 
-// noResult is the outcome of a child that ended without a result line:
-// exit code 0 alone is not success (subsy/ralph-tui#259).
-func (s *geminiStream) noResult(r *Result, end childEnd) {
-	r.IsError = true
-	if end.exitCode == 0 {
-		r.ErrorKind = KindBadOutput
-		r.ErrorText = fmt.Sprintf("gemini exited 0 without a result line (%d unreadable lines)", s.skipped)
-		return
-	}
-	r.ErrorKind = KindCrashed
-	r.ErrorText = "gemini ended without a result (" + exitText(end.exitCode) + ")"
-	if tail := lastLines(end.stderrTail, 5, 500); tail != "" {
-		r.ErrorText += ": " + tail
-	}
-}
-
 // answered is the outcome the result line gives.
 func (s *geminiStream) answered(r *Result, exitCode int, now time.Time) {
-	l := s.result
+	l := s.resultLine
 	if l.Stats != nil {
 		r.Usage, r.UsageKnown = l.Stats.usage(), true
 		r.CostUSD, r.CostKnown = s.cost(l.Stats)
@@ -580,14 +521,12 @@ type geminiCall struct {
 // newGeminiChats follows the session of a child with environment env (nil:
 // ralph's), started at since.
 func newGeminiChats(env []string, since time.Time) *geminiChats {
-	var home string
 	if env == nil {
-		home = os.Getenv("GEMINI_CLI_HOME")
-		if home == "" {
-			home, _ = os.UserHomeDir()
-		}
-	} else if home = geminiEnvValue(env, "GEMINI_CLI_HOME"); home == "" {
-		home = geminiEnvValue(env, "HOME")
+		env = os.Environ()
+	}
+	home := envValue(env, "GEMINI_CLI_HOME")
+	if home == "" {
+		home = envValue(env, "HOME")
 	}
 	if home == "" {
 		return nil

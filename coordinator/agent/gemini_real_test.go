@@ -8,86 +8,23 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
-	"github.com/ralph-dev/ralph/coordinator/proc"
-	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // The real Gemini CLI against a fake Gemini API on loopback
 // (agenttest.FakeGemini): the CLI asks for a write_file call, really writes
-// the file, sends the result back and gets its final text. .ci/run
-// installs the pinned CLI and sets RALPH_GEMINI_BIN.
+// the file, sends the result back and gets its final text.
 
-// realGemini finds the CLI: RALPH_GEMINI_BIN, else gemini on PATH, else
-// the test is skipped (only then).
-func realGemini(t *testing.T) string {
+// geminiRealModel is the model the tests ask for.
+var geminiRealModel = agenttest.GeminiCLI.Model
+
+// runGemini runs the real CLI: runReal.
+func runGemini(ctx context.Context, t *testing.T, bin string, api *agenttest.FakeGemini, req Request, onEvent func(Event)) (Result, string) {
 	t.Helper()
-	if p := os.Getenv("RALPH_GEMINI_BIN"); p != "" {
-		return p
-	}
-	if p, err := proc.LookPath("gemini"); err == nil {
-		return p
-	}
-	t.Skip("Gemini CLI not found: set RALPH_GEMINI_BIN or put gemini on PATH (npm install -g @google/gemini-cli@0.61.0; .ci/run installs it)")
-	return ""
-}
-
-const (
-	geminiRealModel  = "gemini-2.5-pro"
-	geminiRealPrompt = "Create hello.txt saying hello, then say <promise>COMPLETE</promise>."
-)
-
-// geminiRealRequest is a run of the real CLI in a fresh project and HOME,
-// with no way out but the fake API.
-func geminiRealRequest(t *testing.T, baseURL string) Request {
-	t.Helper()
-	tmp := t.TempDir()
-	home, project := filepath.Join(tmp, "home"), filepath.Join(tmp, "project")
-	for _, d := range []string{home, project} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env, err := agenttest.GeminiEnv(home, baseURL, os.Getenv("PATH"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Request{
-		Prompt:          geminiRealPrompt,
-		Dir:             project,
-		Model:           geminiRealModel,
-		Env:             env,
-		NoOutputTimeout: 60 * time.Second,
-		Timeout:         120 * time.Second,
-		Grace:           2 * time.Second,
-	}
-}
-
-// runGemini runs the real CLI and checks what every run must leave: no
-// process, no request but model calls.
-func runGemini(t *testing.T, ctx context.Context, bin string, api *agenttest.FakeGemini, req Request, onEvent func(Event)) (Result, string) {
-	t.Helper()
-	var raw proctest.SyncBuffer
-	req.RawLog = &raw
-	res, err := Gemini(bin).Run(ctx, req, onEvent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("real gemini: %s, exit %d, %s %q, %d model calls", res.Duration.Round(time.Millisecond), res.ExitCode, res.ErrorKind, res.ErrorText, len(api.Seen()))
-	if o := api.Others(); len(o) > 0 {
-		t.Errorf("requests other than model calls: %v", o)
-	}
-	for _, s := range api.Seen() {
-		if s.Model != geminiRealModel {
-			t.Errorf("model call %d for %q, want %s", s.N, s.Model, geminiRealModel)
-		}
-	}
-	assertGone(t, res.PID, res.PID)
-	return res, raw.String()
+	return runReal(ctx, t, agenttest.GeminiCLI, bin, api, req, onEvent)
 }
 
 // The usage the fake reports for a tool call and for a final answer, in
@@ -98,13 +35,13 @@ var (
 )
 
 func TestRealGeminiToolTurn(t *testing.T) {
-	bin := realGemini(t)
+	bin := realCLI(t, "gemini")
 	api := &agenttest.FakeGemini{}
-	req := geminiRealRequest(t, api.Start(t))
+	req := realRequest(t, agenttest.GeminiCLI, api.Start(t))
 	target := filepath.Join(req.Dir, "hello.txt")
 	api.Script = agenttest.WriteThenFinal("Create hello.txt saying hello", target, "hello from gemini\n")
 	ev := &events{t: t}
-	res, raw := runGemini(t, t.Context(), bin, api, req, ev.on)
+	res, raw := runGemini(t.Context(), t, bin, api, req, ev.on)
 	if res.IsError || res.ErrorKind != "" || res.ExitCode != 0 {
 		t.Fatalf("got %+v\nraw output:\n%s", res, raw)
 	}
@@ -143,7 +80,7 @@ func TestRealGeminiToolTurn(t *testing.T) {
 }
 
 func TestRealGeminiAPIErrors(t *testing.T) {
-	bin := realGemini(t)
+	bin := realCLI(t, "gemini")
 	for _, tc := range []struct {
 		status int
 		kind   ErrorKind
@@ -153,8 +90,8 @@ func TestRealGeminiAPIErrors(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			api := &agenttest.FakeGemini{Script: agenttest.Always(agenttest.Reply{Status: tc.status})}
-			req := geminiRealRequest(t, api.Start(t))
-			res, raw := runGemini(t, t.Context(), bin, api, req, nil)
+			req := realRequest(t, agenttest.GeminiCLI, api.Start(t))
+			res, raw := runGemini(t.Context(), t, bin, api, req, nil)
 			if !res.IsError || res.ErrorKind != tc.kind || res.APIStatus != tc.status || res.Final != "" {
 				t.Fatalf("got %+v\nraw output:\n%s", res, raw)
 			}
@@ -170,11 +107,11 @@ func TestRealGeminiAPIErrors(t *testing.T) {
 }
 
 func TestRealGeminiNoMarker(t *testing.T) {
-	bin := realGemini(t)
+	bin := realCLI(t, "gemini")
 	const answer = "I looked at the project and changed nothing."
 	api := &agenttest.FakeGemini{Script: agenttest.Always(agenttest.Reply{Final: answer})}
-	req := geminiRealRequest(t, api.Start(t))
-	res, raw := runGemini(t, t.Context(), bin, api, req, nil)
+	req := realRequest(t, agenttest.GeminiCLI, api.Start(t))
+	res, raw := runGemini(t.Context(), t, bin, api, req, nil)
 	if res.IsError || res.ErrorKind != "" || res.Final != answer {
 		t.Fatalf("got %+v, want Final %q and no error\nraw output:\n%s", res, answer, raw)
 	}
@@ -186,9 +123,9 @@ func TestRealGeminiNoMarker(t *testing.T) {
 // The CLI takes no turn cap but from its settings: ralph keeps it, and
 // stops the run when the CLI would make one call too many.
 func TestRealGeminiMaxTurns(t *testing.T) {
-	bin := realGemini(t)
+	bin := realCLI(t, "gemini")
 	api := &agenttest.FakeGemini{}
-	req := geminiRealRequest(t, api.Start(t))
+	req := realRequest(t, agenttest.GeminiCLI, api.Start(t))
 	target := filepath.Join(req.Dir, "hello.txt")
 	write := agenttest.WriteThenFinal("Create hello.txt", target, "hello\n")
 	api.Script = func(s agenttest.Seen) agenttest.Reply {
@@ -200,7 +137,7 @@ func TestRealGeminiMaxTurns(t *testing.T) {
 		return write(s)
 	}
 	req.MaxTurns = 1
-	res, raw := runGemini(t, t.Context(), bin, api, req, nil)
+	res, raw := runGemini(t.Context(), t, bin, api, req, nil)
 	if res.ErrorKind != KindMaxTurns || !res.IsError || res.Final != "" {
 		t.Fatalf("got %+v\nraw output:\n%s", res, raw)
 	}
@@ -213,9 +150,9 @@ func TestRealGeminiMaxTurns(t *testing.T) {
 }
 
 func TestRealGeminiEndlessStopped(t *testing.T) {
-	bin := realGemini(t)
+	bin := realCLI(t, "gemini")
 	api := &agenttest.FakeGemini{}
-	req := geminiRealRequest(t, api.Start(t))
+	req := realRequest(t, agenttest.GeminiCLI, api.Start(t))
 	api.Script = agenttest.EndlessWrites(func(n int) (string, string) {
 		return filepath.Join(req.Dir, fmt.Sprintf("f%d.txt", n)), fmt.Sprintf("file %d\n", n)
 	})
@@ -223,17 +160,12 @@ func TestRealGeminiEndlessStopped(t *testing.T) {
 	defer cancel()
 	// Stop it as a budget would: once three calls are paid for.
 	const stopAfter = 3
-	ev := &events{t: t}
-	var calls atomic.Int32
 	var stopped time.Time
-	on := func(e Event) {
-		ev.on(e)
-		if e.Kind == EventUsage && calls.Add(1) == stopAfter {
-			stopped = time.Now()
-			cancel()
-		}
-	}
-	res, raw := runGemini(t, ctx, bin, api, req, on)
+	ev, on := stopAfterCalls(t, stopAfter, func() {
+		stopped = time.Now()
+		cancel()
+	})
+	res, raw := runGemini(ctx, t, bin, api, req, on)
 	t.Logf("stopped %s after the cancel", time.Since(stopped).Round(time.Millisecond))
 	if res.ErrorKind != KindInterrupted || !res.IsError {
 		t.Fatalf("got %+v\nraw output:\n%s", res, raw)
@@ -257,12 +189,12 @@ func TestRealGeminiEndlessStopped(t *testing.T) {
 }
 
 func TestRealGeminiResume(t *testing.T) {
-	bin := realGemini(t)
+	bin := realCLI(t, "gemini")
 	api := &agenttest.FakeGemini{}
-	req := geminiRealRequest(t, api.Start(t))
+	req := realRequest(t, agenttest.GeminiCLI, api.Start(t))
 	first := filepath.Join(req.Dir, "first.txt")
 	api.Script = agenttest.WriteThenFinal("Create hello.txt", first, "first run\n")
-	res1, raw := runGemini(t, t.Context(), bin, api, req, nil)
+	res1, raw := runGemini(t.Context(), t, bin, api, req, nil)
 	if res1.IsError || res1.SessionID == "" {
 		t.Fatalf("first run: %+v\nraw output:\n%s", res1, raw)
 	}
@@ -272,7 +204,7 @@ func TestRealGeminiResume(t *testing.T) {
 	api.Script = agenttest.Always(agenttest.Reply{Final: answer})
 	req.Prompt = "Check the file again."
 	req.Resume = res1.SessionID
-	res2, raw := runGemini(t, t.Context(), bin, api, req, nil)
+	res2, raw := runGemini(t.Context(), t, bin, api, req, nil)
 	if res2.IsError || res2.Final != answer || res2.SessionID != res1.SessionID {
 		t.Fatalf("resumed run: %+v, want session %s\nraw output:\n%s", res2, res1.SessionID, raw)
 	}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/proc"
@@ -63,7 +61,7 @@ func (opencodeBackend) Name() string { return "opencode" }
 
 func (b opencodeBackend) args(req Request) []string {
 	args := []string{"run", "--format", "json"}
-	args = append(args, opencodePermissionArgs(req.Permission)...)
+	args = append(args, opencodePermissionArgs.of(req.Permission)...)
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
@@ -110,36 +108,6 @@ func allowEdits(current string) string {
 	return string(b)
 }
 
-// envValue is the value of name in env ("" when unset).
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val // the last one wins, as in exec
-		}
-	}
-	return v
-}
-
-// withEnv is env with each NAME=value of set replacing the variable's
-// other values.
-func withEnv(env []string, set ...string) []string {
-	out := make([]string, 0, len(env)+len(set))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		keep := true
-		for _, s := range set {
-			if name, _, _ := strings.Cut(s, "="); name == k {
-				keep = false
-			}
-		}
-		if keep {
-			out = append(out, kv)
-		}
-	}
-	return append(out, set...)
-}
-
 // Command is the command line Run starts for req; the prompt goes on stdin.
 func (b opencodeBackend) Command(req Request) []string {
 	return append([]string{b.bin}, b.args(req)...)
@@ -147,20 +115,12 @@ func (b opencodeBackend) Command(req Request) []string {
 
 func (b opencodeBackend) Run(ctx context.Context, req Request, onEvent func(Event)) (Result, error) {
 	s := newOpencodeStream(onEvent, req.Model)
-	end, err := runChild(ctx, proc.Cmd{Name: b.bin, Args: b.args(req), Env: b.env(req)}, req, s)
-	if err != nil {
-		return Result{}, fmt.Errorf("start opencode: %w", err)
-	}
-	return s.finish(end, b.now()), nil
+	return runCLI(ctx, "opencode", proc.Cmd{Name: b.bin, Args: b.args(req), Env: b.env(req)}, req, s, b.now)
 }
 
-// opencodePermissionArgs are opencode run's flags for mode p.
-func opencodePermissionArgs(p Permission) []string {
-	if p.orDefault() == PermissionBypass {
-		return []string{"--auto"}
-	}
-	return nil
-}
+// opencodePermissionArgs are opencode run's flags: --auto for bypass, the
+// other modes are in its environment (see opencodeBackend.env).
+var opencodePermissionArgs = permissionArgs{bypass: []string{"--auto"}}
 
 // opencodePermissionFlags says how opencode carries out mode p.
 func opencodePermissionFlags(p Permission) string {
@@ -177,10 +137,8 @@ func opencodePermissionFlags(p Permission) string {
 // text, tool_use, step_finish (one per model call) and error, each with the
 // session's id.
 type opencodeStream struct {
-	onEvent   func(Event)
-	model     string // the request's: the lines name none
-	sessionID string
-	skipped   int
+	streamState        // settled: answered or failed, the run has its outcome
+	model       string // the request's: the lines name none
 
 	steps   int     // step_finish lines: model calls
 	usage   Usage   // their tokens
@@ -193,14 +151,10 @@ type opencodeStream struct {
 	answered  bool           // a model call ended the turn (not for tool calls)
 	err       *opencodeError // the session's error, if it failed
 	lastTool  string         // the last tool error, for a run that stops after it
-	got       atomic.Bool    // answered or failed: the run has its outcome
 }
 
 func newOpencodeStream(onEvent func(Event), model string) *opencodeStream {
-	if onEvent == nil {
-		onEvent = func(Event) {}
-	}
-	return &opencodeStream{onEvent: onEvent, model: model}
+	return &opencodeStream{streamState: newStreamState(onEvent), model: model}
 }
 
 // opencodeLine holds the fields ralph reads from any line. The error is
@@ -272,18 +226,9 @@ type opencodeError struct {
 // goes on. Any other reason (stop, length, …) ends it.
 const opencodeToolCalls = "tool-calls"
 
-func (s *opencodeStream) settled() bool { return s.got.Load() }
-
-func (s *opencodeStream) tooLong() { s.skipped++ }
-
 func (s *opencodeStream) line(b []byte) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return
-	}
 	var l opencodeLine
-	if b[0] != '{' || json.Unmarshal(b, &l) != nil {
-		s.skipped++ // a notice printed to stdout; it stays in the raw log
+	if !s.decode(b, &l) {
 		return
 	}
 	if l.SessionID != "" && s.sessionID == "" {
@@ -311,7 +256,7 @@ func (s *opencodeStream) text(p *opencodePart) {
 		s.finalMsg, s.finalText = p.MessageID, nil
 	}
 	s.finalText = append(s.finalText, p.Text)
-	s.onEvent(Event{Kind: EventText, Text: p.Text, SessionID: s.sessionID})
+	s.sendText(p.Text)
 }
 
 // tool reports a finished tool call: opencode prints one line when the
@@ -321,13 +266,13 @@ func (s *opencodeStream) tool(p *opencodePart) {
 		return
 	}
 	st := p.State
-	s.onEvent(Event{Kind: EventToolUse, Tool: p.Tool, Text: shorten(string(st.Input), maxToolInput), SessionID: s.sessionID})
+	s.sendToolUse(p.Tool, string(st.Input))
 	out := rawString(st.Output)
 	if st.Status == "error" {
 		out = rawString(st.Error)
 		s.lastTool = p.Tool + ": " + out
 	}
-	s.onEvent(Event{Kind: EventToolResult, Tool: p.Tool, Text: shorten(out, maxToolResult), SessionID: s.sessionID})
+	s.sendToolResult(p.Tool, out)
 }
 
 func (s *opencodeStream) stepFinish(p *opencodePart) {
@@ -347,7 +292,7 @@ func (s *opencodeStream) stepFinish(p *opencodePart) {
 			cost = guess
 		}
 	}
-	s.onEvent(Event{Kind: EventUsage, Usage: u, CostUSD: cost, SessionID: s.sessionID})
+	s.sendUsage(u, cost)
 	if p.Reason != opencodeToolCalls && p.Reason != "" {
 		s.answered = true
 		s.got.Store(true)
@@ -392,23 +337,15 @@ func opencodeModelName(model string) string {
 // finish turns the parsed stream and the way the child ended into the
 // Result. now dates a retry-after.
 func (s *opencodeStream) finish(end childEnd, now time.Time) Result {
-	r := Result{
-		Model:        s.model,
-		SessionID:    s.sessionID,
-		NumTurns:     s.steps,
-		Usage:        s.usage,
-		UsageKnown:   s.steps > 0 || s.err != nil,
-		ExitCode:     end.exitCode,
-		Duration:     end.duration,
-		PID:          end.pid,
-		SkippedLines: s.skipped,
-	}
+	r := s.result(end)
+	r.Model, r.NumTurns = s.model, s.steps
+	r.Usage, r.UsageKnown = s.usage, s.steps > 0 || s.err != nil
 	r.CostUSD, r.CostKnown = s.runCost()
 	switch {
-	case end.stopped != "" && !end.stoppedSettled:
-		// ralph stopped it first: what it streamed until then is the
-		// record, so that a run stopped for its budget counts toward it.
-		r.IsError, r.ErrorKind, r.ErrorText = true, end.stopped, stoppedText(end.stopped)
+	case end.stoppedFirst():
+		// What it streamed until then is the record, so that a run stopped
+		// for its budget counts toward it.
+		markStopped(&r, end.stopped)
 		r.UsageKnown = true
 	case s.err != nil:
 		s.failed(&r, now)

@@ -14,34 +14,13 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
-	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // The real opencode CLI against a fake OpenAI Chat Completions API on
 // loopback (agenttest.FakeChat, reached through an openai-compatible
 // provider in opencode's config): it asks for a write or bash tool call,
-// really runs it, sends the result back and gets its final text. .ci/run
-// installs the pinned CLI and sets RALPH_OPENCODE_BIN.
-
-// realOpencode finds the CLI: RALPH_OPENCODE_BIN, else opencode on PATH,
-// else the test is skipped (only then).
-func realOpencode(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("RALPH_OPENCODE_BIN"); p != "" {
-		return p
-	}
-	if p, err := proc.LookPath("opencode"); err == nil {
-		return p
-	}
-	t.Skip("opencode CLI not found: set RALPH_OPENCODE_BIN or put opencode on PATH (npm install -g opencode-ai@1.18.33; .ci/run installs it)")
-	return ""
-}
-
-const (
-	opencodeRealModel  = agenttest.FakeOpencodeProvider + "/" + agenttest.FakeOpencodeModel
-	opencodeRealPrompt = "Create hello.txt saying hello, then say <promise>COMPLETE</promise>."
-)
+// really runs it, sends the result back and gets its final text.
 
 // The usage FakeChat reports for a tool call and for a final answer, in
 // ralph's terms: the prompt tokens include the cached ones.
@@ -50,59 +29,10 @@ var (
 	opencodeFinalUsage    = Usage{In: agenttest.FakeChatPromptTokens, Out: agenttest.FakeChatFinalOutput}
 )
 
-// opencodeRealRequest is a run of the real CLI in a fresh project and
-// HOME, with no way out but the fake API.
-func opencodeRealRequest(t *testing.T, baseURL string) Request {
+// runOpencode runs the real CLI: runReal.
+func runOpencode(ctx context.Context, t *testing.T, bin string, api *agenttest.FakeChat, req Request, onEvent func(Event)) (Result, string) {
 	t.Helper()
-	tmp := t.TempDir()
-	home, project := filepath.Join(tmp, "home"), filepath.Join(tmp, "project")
-	for _, d := range []string{home, project} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env, err := agenttest.OpencodeEnv(home, baseURL, os.Getenv("PATH"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Request{
-		Prompt: opencodeRealPrompt,
-		Dir:    project,
-		Model:  opencodeRealModel,
-		Env:    env,
-		// Its start-up alone takes 1 to 3 s, more on a busy machine.
-		NoOutputTimeout: 60 * time.Second,
-		Timeout:         120 * time.Second,
-		Grace:           3 * time.Second,
-		Mark:            "ralph-opencode-test-" + strconv.Itoa(os.Getpid()) + "-" + filepath.Base(tmp),
-	}
-}
-
-// runOpencode runs the real CLI and checks what every run must leave: no
-// process (in its group, or marked as its own anywhere), no request but
-// model calls, all for the request's model.
-func runOpencode(t *testing.T, ctx context.Context, bin string, api *agenttest.FakeChat, req Request, onEvent func(Event)) (Result, string) {
-	t.Helper()
-	var raw proctest.SyncBuffer
-	req.RawLog = &raw
-	res, err := Opencode(bin).Run(ctx, req, onEvent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("real opencode: %s, exit %d, %s %q, %d model calls", res.Duration.Round(time.Millisecond), res.ExitCode, res.ErrorKind, res.ErrorText, len(api.Seen()))
-	if u := api.Unexpected(); len(u) > 0 {
-		t.Errorf("requests other than model calls: %v", u)
-	}
-	for _, s := range api.Seen() {
-		if s.Model != agenttest.FakeOpencodeModel {
-			t.Errorf("model call %d for %q, want %s", s.N, s.Model, agenttest.FakeOpencodeModel)
-		}
-	}
-	assertGone(t, res.PID, res.PID)
-	if n, err := proc.KillMarked(req.Mark); n != 0 || err != nil {
-		t.Errorf("%d processes of the run were left behind (%v)", n, err)
-	}
-	return res, raw.String()
+	return runReal(ctx, t, agenttest.OpencodeCLI, bin, api, req, onEvent)
 }
 
 // opencodeAgentCalls are the requests that offered tools: the agent's own
@@ -117,28 +47,14 @@ func opencodeAgentCalls(api *agenttest.FakeChat) []agenttest.Seen {
 	return calls
 }
 
-// opencodeUsageSum adds up the usage events.
-func opencodeUsageSum(ev *events) (u Usage, n int) {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	for _, e := range ev.list {
-		if e.Kind == EventUsage {
-			u.In += e.Usage.In
-			u.Out += e.Usage.Out
-			n++
-		}
-	}
-	return u, n
-}
-
 // A turn with both of opencode's tools: the bash tool runs a command, the
 // write tool writes a file, then the final answer. The command runs in the
 // project though the inherited PWD names another folder: opencode takes
 // its project from $PWD.
 func TestRealOpencodeToolTurn(t *testing.T) {
-	bin := realOpencode(t)
+	bin := realCLI(t, "opencode")
 	api := &agenttest.FakeChat{}
-	req := opencodeRealRequest(t, api.Start(t))
+	req := realRequest(t, agenttest.OpencodeCLI, api.Start(t))
 	req.Env = append(req.Env, "PWD="+t.TempDir())
 	target := filepath.Join(req.Dir, "hello.txt")
 	var agentCalls atomic.Int32
@@ -155,7 +71,7 @@ func TestRealOpencodeToolTurn(t *testing.T) {
 		return agenttest.Reply{}
 	}
 	ev := &events{t: t}
-	res, raw := runOpencode(t, t.Context(), bin, api, req, ev.on)
+	res, raw := runOpencode(t.Context(), t, bin, api, req, ev.on)
 	if res.IsError || res.ErrorKind != "" || res.ExitCode != 0 {
 		t.Fatalf("got %+v\nraw output:\n%s", res, raw)
 	}
@@ -169,7 +85,7 @@ func TestRealOpencodeToolTurn(t *testing.T) {
 		t.Errorf("Final = %q, want the last message %q", res.Final, agenttest.FakeFinal)
 	}
 	want := Usage{In: 3 * agenttest.FakeChatPromptTokens, Out: 2*opencodeToolCallUsage.Out + opencodeFinalUsage.Out}
-	if !strings.HasPrefix(res.SessionID, "ses_") || res.Model != opencodeRealModel || res.Usage != want || !res.UsageKnown || res.NumTurns != 3 {
+	if !strings.HasPrefix(res.SessionID, "ses_") || res.Model != agenttest.OpencodeCLI.Model || res.Usage != want || !res.UsageKnown || res.NumTurns != 3 {
 		t.Errorf("session %q, model %q, usage %+v (known %v), %d turns; want usage %+v, 3 turns", res.SessionID, res.Model, res.Usage, res.UsageKnown, res.NumTurns, want)
 	}
 	// opencode prices the fake model at 0 and the price table does not
@@ -179,15 +95,15 @@ func TestRealOpencodeToolTurn(t *testing.T) {
 	}
 	calls := opencodeAgentCalls(api)
 	if len(calls) != 3 || calls[0].ToolResult || !calls[1].ToolResult || !calls[2].ToolResult ||
-		!strings.Contains(calls[2].ToolResultText, "Wrote file successfully") || !strings.Contains(calls[0].UserText, opencodeRealPrompt) {
+		!strings.Contains(calls[2].ToolResultText, "Wrote file successfully") || !strings.Contains(calls[0].UserText, realPrompt) {
 		t.Errorf("agent calls %+v: want the prompt, then the command's result, then the write's", calls)
 	}
-	if sum, n := opencodeUsageSum(ev); n != 3 || sum != res.Usage {
+	if sum, n := geminiUsageSum(ev); n != 3 || sum != res.Usage {
 		t.Errorf("%d usage events adding up to %+v; want 3, %+v", n, sum, res.Usage)
 	}
 	var init, bash, write, result bool
 	for _, e := range ev.list {
-		init = init || (e.Kind == EventInit && e.SessionID == res.SessionID && e.Text == opencodeRealModel)
+		init = init || (e.Kind == EventInit && e.SessionID == res.SessionID && e.Text == agenttest.OpencodeCLI.Model)
 		bash = bash || (e.Kind == EventToolUse && e.Tool == "bash" && strings.Contains(e.Text, "pwd > where.txt"))
 		write = write || (e.Kind == EventToolUse && e.Tool == "write" && strings.Contains(e.Text, target))
 		result = result || (e.Kind == EventResult && e.Text == agenttest.FakeFinal && e.Usage == want)
@@ -200,7 +116,7 @@ func TestRealOpencodeToolTurn(t *testing.T) {
 // opencode retries a 429 or a 5xx five times whatever its settings say;
 // FakeChat's retry-after-ms of 0 makes that immediate.
 func TestRealOpencodeAPIErrors(t *testing.T) {
-	bin := realOpencode(t)
+	bin := realCLI(t, "opencode")
 	for _, tt := range []struct {
 		status int
 		kind   ErrorKind
@@ -210,8 +126,8 @@ func TestRealOpencodeAPIErrors(t *testing.T) {
 	} {
 		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
 			api := &agenttest.FakeChat{Script: agenttest.Always(agenttest.Reply{Status: tt.status})}
-			req := opencodeRealRequest(t, api.Start(t))
-			res, raw := runOpencode(t, t.Context(), bin, api, req, nil)
+			req := realRequest(t, agenttest.OpencodeCLI, api.Start(t))
+			res, raw := runOpencode(t.Context(), t, bin, api, req, nil)
 			if !res.IsError || res.ErrorKind != tt.kind || res.APIStatus != tt.status || res.Final != "" || res.ExitCode != 1 {
 				t.Fatalf("got %+v\nraw output:\n%s", res, raw)
 			}
@@ -232,11 +148,11 @@ func TestRealOpencodeAPIErrors(t *testing.T) {
 
 // An answer without the marker is the run's final message, not an error.
 func TestRealOpencodeNoMarker(t *testing.T) {
-	bin := realOpencode(t)
+	bin := realCLI(t, "opencode")
 	const answer = "I looked at the task and did nothing."
 	api := &agenttest.FakeChat{Script: agenttest.Always(agenttest.Reply{Final: answer})}
-	req := opencodeRealRequest(t, api.Start(t))
-	res, raw := runOpencode(t, t.Context(), bin, api, req, nil)
+	req := realRequest(t, agenttest.OpencodeCLI, api.Start(t))
+	res, raw := runOpencode(t.Context(), t, bin, api, req, nil)
 	if res.IsError || res.ErrorKind != "" || res.Final != answer || res.NumTurns != 1 || res.Usage != opencodeFinalUsage {
 		t.Fatalf("got %+v\nraw output:\n%s", res, raw)
 	}
@@ -245,7 +161,7 @@ func TestRealOpencodeNoMarker(t *testing.T) {
 // What opencode's settings would ask about: --auto (bypass) grants it, the
 // other modes refuse it, except that accept-edits allows edits.
 func TestRealOpencodePermissions(t *testing.T) {
-	bin := realOpencode(t)
+	bin := realCLI(t, "opencode")
 	for _, tt := range []struct {
 		perm  Permission
 		wrote bool
@@ -256,12 +172,12 @@ func TestRealOpencodePermissions(t *testing.T) {
 	} {
 		t.Run(string(tt.perm), func(t *testing.T) {
 			api := &agenttest.FakeChat{}
-			req := opencodeRealRequest(t, api.Start(t))
+			req := realRequest(t, agenttest.OpencodeCLI, api.Start(t))
 			req.Env = append(req.Env, `OPENCODE_PERMISSION={"edit":"ask"}`)
 			req.Permission = tt.perm
 			target := filepath.Join(req.Dir, "hello.txt")
 			api.Script = agenttest.WriteThenFinal("Create hello.txt", target, "hello\n")
-			res, raw := runOpencode(t, t.Context(), bin, api, req, nil)
+			res, raw := runOpencode(t.Context(), t, bin, api, req, nil)
 			_, err := os.Stat(target)
 			if wrote := err == nil; wrote != tt.wrote {
 				t.Fatalf("file written: %v, want %v; got %+v\nraw output:\n%s", wrote, tt.wrote, res, raw)
@@ -280,9 +196,9 @@ func TestRealOpencodePermissions(t *testing.T) {
 // run is interrupted, reports what it streamed, and leaves nothing
 // running, not even what it started outside its process group.
 func TestRealOpencodeEndlessStopped(t *testing.T) {
-	bin := realOpencode(t)
+	bin := realCLI(t, "opencode")
 	api := &agenttest.FakeChat{}
-	req := opencodeRealRequest(t, api.Start(t))
+	req := realRequest(t, agenttest.OpencodeCLI, api.Start(t))
 	sleeper := filepath.Join(req.Dir, "sleeper.pid")
 	writes := agenttest.EndlessWrites(func(n int) (string, string) {
 		return filepath.Join(req.Dir, fmt.Sprintf("f%d.txt", n)), fmt.Sprintf("file %d\n", n)
@@ -299,15 +215,8 @@ func TestRealOpencodeEndlessStopped(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	const stopAfter = 4
-	ev := &events{t: t}
-	var calls atomic.Int32
-	on := func(e Event) {
-		ev.on(e)
-		if e.Kind == EventUsage && calls.Add(1) == stopAfter {
-			cancel()
-		}
-	}
-	res, raw := runOpencode(t, ctx, bin, api, req, on)
+	ev, on := stopAfterCalls(t, stopAfter, cancel)
+	res, raw := runOpencode(ctx, t, bin, api, req, on)
 	if res.ErrorKind != KindInterrupted || !res.IsError {
 		t.Fatalf("got %+v\nraw output:\n%s", res, raw)
 	}
@@ -315,7 +224,7 @@ func TestRealOpencodeEndlessStopped(t *testing.T) {
 		res.Usage != (Usage{In: int64(res.NumTurns) * opencodeToolCallUsage.In, Out: int64(res.NumTurns) * opencodeToolCallUsage.Out}) {
 		t.Errorf("usage %+v (known %v) for %d calls, want %+v per call", res.Usage, res.UsageKnown, res.NumTurns, opencodeToolCallUsage)
 	}
-	if streamed, _ := opencodeUsageSum(ev); streamed != res.Usage {
+	if streamed, _ := geminiUsageSum(ev); streamed != res.Usage {
 		t.Errorf("usage events add up to %+v, the result says %+v", streamed, res.Usage)
 	}
 	data, err := os.ReadFile(sleeper)
@@ -334,12 +243,12 @@ func TestRealOpencodeEndlessStopped(t *testing.T) {
 
 // A second run with Resume goes on with the first run's conversation.
 func TestRealOpencodeResume(t *testing.T) {
-	bin := realOpencode(t)
+	bin := realCLI(t, "opencode")
 	api := &agenttest.FakeChat{}
-	req := opencodeRealRequest(t, api.Start(t))
+	req := realRequest(t, agenttest.OpencodeCLI, api.Start(t))
 	first := filepath.Join(req.Dir, "first.txt")
 	api.Script = agenttest.WriteThenFinal("Create hello.txt", first, "first run\n")
-	res1, raw := runOpencode(t, t.Context(), bin, api, req, nil)
+	res1, raw := runOpencode(t.Context(), t, bin, api, req, nil)
 	if res1.IsError || res1.SessionID == "" {
 		t.Fatalf("first run: %+v\nraw output:\n%s", res1, raw)
 	}
@@ -349,7 +258,7 @@ func TestRealOpencodeResume(t *testing.T) {
 	api.Script = agenttest.Always(agenttest.Reply{Final: answer})
 	req.Prompt = "Check the file again."
 	req.Resume = res1.SessionID
-	res2, raw := runOpencode(t, t.Context(), bin, api, req, nil)
+	res2, raw := runOpencode(t.Context(), t, bin, api, req, nil)
 	if res2.IsError || res2.Final != answer || res2.SessionID != res1.SessionID {
 		t.Fatalf("resumed run: %+v, want session %s\nraw output:\n%s", res2, res1.SessionID, raw)
 	}

@@ -84,7 +84,7 @@ func MaxTurnsFlag(name string, n int) string {
 
 // claudePermissionFlags says how Claude Code carries out mode p.
 func claudePermissionFlags(p Permission) string {
-	s := strings.Join(claudePermissionArgs(p), " ")
+	s := strings.Join(claudePermissionArgs.of(p), " ")
 	if p.orDefault() == PermissionBypass && os.Geteuid() == 0 {
 		s += " with IS_SANDBOX=1, as ralph runs as root"
 	}
@@ -94,13 +94,25 @@ func claudePermissionFlags(p Permission) string {
 // claudeMaxTurnsFlag is Claude Code's turn cap n.
 func claudeMaxTurnsFlag(n int) string { return "--max-turns " + strconv.Itoa(n) }
 
-// claudePermissionArgs are Claude Code's flags for mode p.
-func claudePermissionArgs(p Permission) []string {
+// permissionArgs are an agent CLI's flags for each mode (nil: none). The
+// slices are shared: append them, never change them.
+type permissionArgs struct{ bypass, acceptEdits, byDefault []string }
+
+// of is the flags for mode p; unset, or a mode ralph does not know, is
+// bypass.
+func (a permissionArgs) of(p Permission) []string {
 	switch p.orDefault() {
 	case PermissionAcceptEdits:
-		return []string{"--permission-mode", "acceptEdits"}
+		return a.acceptEdits
 	case PermissionDefault:
-		return []string{"--permission-mode", "default"}
+		return a.byDefault
 	}
-	return []string{"--dangerously-skip-permissions"}
+	return a.bypass
+}
+
+// claudePermissionArgs are Claude Code's flags.
+var claudePermissionArgs = permissionArgs{
+	bypass:      []string{"--dangerously-skip-permissions"},
+	acceptEdits: []string{"--permission-mode", "acceptEdits"},
+	byDefault:   []string{"--permission-mode", "default"},
 }

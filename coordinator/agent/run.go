@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -30,6 +32,101 @@ type lineSink interface {
 	settled() bool
 }
 
+// cliStream parses an agent CLI's stdout and makes the run's Result.
+type cliStream interface {
+	lineSink
+	// finish turns what was parsed and how the child ended into the
+	// Result; now dates reset times stated without a date.
+	finish(end childEnd, now time.Time) Result
+}
+
+// runCLI runs the agent CLI named name as c for req, its stdout parsed by
+// s, and returns s's Result, now being when the child is gone. The error
+// says the CLI could not be started.
+func runCLI(ctx context.Context, name string, c proc.Cmd, req Request, s cliStream, now func() time.Time) (Result, error) {
+	end, err := runChild(ctx, c, req, s)
+	if err != nil {
+		return Result{}, fmt.Errorf("start %s: %w", name, err)
+	}
+	return s.finish(end, now()), nil
+}
+
+// streamState is the bookkeeping every stream parser shares: where events
+// go, the agent's session, the lines not understood, and whether the run
+// has its outcome.
+type streamState struct {
+	onEvent   func(Event)
+	sessionID string
+	skipped   int         // stdout lines not understood; they stay in RawLog
+	got       atomic.Bool // the final answer (or the failure) has been parsed
+}
+
+// newStreamState sends events to onEvent, or nowhere when it is nil.
+func newStreamState(onEvent func(Event)) streamState {
+	if onEvent == nil {
+		onEvent = func(Event) {}
+	}
+	return streamState{onEvent: onEvent}
+}
+
+func (s *streamState) settled() bool { return s.got.Load() }
+
+func (s *streamState) tooLong() { s.skipped++ }
+
+// decode reads a JSON line into v. A blank line is passed over; one that
+// is not a JSON object is counted as skipped: a warning printed to stdout,
+// or a line broken by another write in its middle
+// (anthropics/claude-code#49640).
+func (s *streamState) decode(b []byte, v any) bool {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return false
+	}
+	if b[0] != '{' || json.Unmarshal(b, v) != nil {
+		s.skipped++
+		return false
+	}
+	return true
+}
+
+// sendText reports assistant text.
+func (s *streamState) sendText(text string) {
+	s.onEvent(Event{Kind: EventText, Text: text, SessionID: s.sessionID})
+}
+
+// sendToolUse reports a call of tool, its input shortened for display.
+func (s *streamState) sendToolUse(tool, input string) {
+	s.onEvent(Event{Kind: EventToolUse, Tool: tool, Text: shorten(input, maxToolInput), SessionID: s.sessionID})
+}
+
+// sendToolResult reports what tool gave back, shortened for display.
+func (s *streamState) sendToolResult(tool, output string) {
+	s.onEvent(Event{Kind: EventToolResult, Tool: tool, Text: shorten(output, maxToolResult), SessionID: s.sessionID})
+}
+
+// sendUsage reports usage spent since the last report, and its cost.
+func (s *streamState) sendUsage(u Usage, cost float64) {
+	s.onEvent(Event{Kind: EventUsage, Usage: u, CostUSD: cost, SessionID: s.sessionID})
+}
+
+// result starts the Result of a run that ended as end: the session, the
+// lines skipped and the child's exit.
+func (s *streamState) result(end childEnd) Result {
+	return Result{
+		SessionID:    s.sessionID,
+		ExitCode:     end.exitCode,
+		Duration:     end.duration,
+		PID:          end.pid,
+		SkippedLines: s.skipped,
+	}
+}
+
+// Display limits for event text; the Result is never shortened.
+const (
+	maxToolInput  = 300
+	maxToolResult = 2000
+)
+
 // childEnd is how a child process ended, as the shared runner saw it.
 type childEnd struct {
 	pid      int
@@ -42,6 +139,51 @@ type childEnd struct {
 	// was stopped (it hung after its result line).
 	stoppedSettled bool
 	stderrTail     string
+}
+
+// stoppedFirst says ralph stopped the child before it gave its final
+// answer: that is the outcome, whatever the child printed on its way out.
+// A child that hung after its answer has still answered.
+func (e childEnd) stoppedFirst() bool { return e.stopped != "" && !e.stoppedSettled }
+
+// markStopped makes r the outcome of a run ralph stopped for kind.
+func markStopped(r *Result, kind ErrorKind) {
+	r.IsError, r.ErrorKind, r.ErrorText = true, kind, stoppedText(kind)
+}
+
+func stoppedText(kind ErrorKind) string {
+	switch kind {
+	case KindTimeout:
+		return "stopped: the run passed its deadline"
+	case KindNoOutput:
+		return "stopped: no output for too long"
+	default:
+		return "stopped: interrupted"
+	}
+}
+
+// noResult makes r (SkippedLines set) the outcome of a child of the CLI
+// named cli that ended without its result line: exit code 0 alone is not
+// success (subsy/ralph-tui#259).
+func noResult(r *Result, end childEnd, cli string) {
+	r.IsError = true
+	if end.exitCode == 0 {
+		r.ErrorKind = KindBadOutput
+		r.ErrorText = fmt.Sprintf("%s exited 0 without a result line (%d unreadable lines)", cli, r.SkippedLines)
+		return
+	}
+	r.ErrorKind = KindCrashed
+	r.ErrorText = cli + " ended without a result (" + exitText(end.exitCode) + ")"
+	if tail := lastLines(end.stderrTail, 5, 500); tail != "" {
+		r.ErrorText += ": " + tail
+	}
+}
+
+func exitText(code int) string {
+	if code < 0 {
+		return "killed by a signal"
+	}
+	return fmt.Sprintf("exit code %d", code)
 }
 
 // runChild runs c with the request's prompt on stdin, feeds its stdout to
@@ -331,3 +473,34 @@ func shorten(s string, max int) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// envValue is the value of name in env, "" when unset. The last setting
+// wins, as for exec.
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// withEnv is env with each NAME=value of set replacing the variable's
+// other values.
+func withEnv(env []string, set ...string) []string {
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		keep := true
+		for _, s := range set {
+			if name, _, _ := strings.Cut(s, "="); name == k {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return append(out, set...)
+}

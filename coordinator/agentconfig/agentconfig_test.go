@@ -229,45 +229,15 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-func TestSplitArgs(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-		err  string
-	}{
-		{"", nil, ""},
-		{"--verbose", []string{"--verbose"}, ""},
-		{"  -c  a=b\t--x ", []string{"-c", "a=b", "--x"}, ""},
-		{`--prompt 'two words' "and $HOME" back\ slash`, []string{"--prompt", "two words", "and $HOME", "back slash"}, ""},
-		{`"say \"hi\" \n"`, []string{`say "hi" \n`}, ""},
-		{`'it'\''s'`, []string{"it's"}, ""},
-		{`''`, []string{""}, ""},
-		{`'open`, nil, "unterminated ' quote"},
-		{`"open`, nil, `unterminated " quote`},
-		{`end\`, nil, "ends with a lone backslash"},
-	}
-	for _, tt := range tests {
-		got, err := agentconfig.SplitArgs(tt.in)
-		switch {
-		case tt.err != "":
-			if err == nil || err.Error() != tt.err {
-				t.Errorf("SplitArgs(%q) error = %v, want %q", tt.in, err, tt.err)
-			}
-		case err != nil || !slices.Equal(got, tt.want):
-			t.Errorf("SplitArgs(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-		}
-	}
-}
-
 func TestQuote(t *testing.T) {
 	args := []string{"codex", "exec", "-c", `model_reasoning_effort="high"`, "it's", "", "a b", "--x=1,2", "PROMPT"}
 	s := agentconfig.Quote(args)
 	if want := `codex exec -c 'model_reasoning_effort="high"' 'it'\''s' '' 'a b' --x=1,2 PROMPT`; s != want {
 		t.Errorf("Quote = %s, want %s", s, want)
 	}
-	back, err := agentconfig.SplitArgs(s)
+	back, err := agent.SplitCommand(s)
 	if err != nil || !slices.Equal(back, args) {
-		t.Errorf("SplitArgs(Quote(args)) = %q, %v", back, err)
+		t.Errorf("SplitCommand(Quote(args)) = %q, %v", back, err)
 	}
 }
 

@@ -239,7 +239,7 @@ func (p *fileParser) agentItem(name, v string, line int) {
 		}
 		set(p, &a.Permission, perm, k, line)
 	case keyArgs:
-		args, err := SplitArgs(v)
+		args, err := agent.SplitCommand(v)
 		if err != nil {
 			p.warn(line, fmt.Sprintf("args: %v: quote them as in a shell", err))
 			return
@@ -275,7 +275,7 @@ func set[T any](p *fileParser, s *Setting[T], v T, k key, line int) {
 // parseEnv reads KEY=VALUE, the value quoted as in a shell when it holds
 // blanks.
 func parseEnv(v string) (string, error) {
-	words, err := SplitArgs(v)
+	words, err := agent.SplitCommand(v)
 	if err != nil || len(words) != 1 {
 		return "", fmt.Errorf("write KEY=VALUE, one a line, and quote a value with blanks: KEY='a b'")
 	}

@@ -3,20 +3,22 @@ package agenttest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 )
 
 // FakeAPI is a minimal Anthropic Messages API for the real Claude Code CLI
-// (ANTHROPIC_BASE_URL pointed at it): to a conversation without a tool
-// result it streams one Write tool call, chosen by Route from what the user
-// messages say; once the tool's result comes back it streams FakeFinal. With
-// RateLimit it answers every request with a 429; a request Stall picks gets
-// the start of an answer, then nothing until the client goes away.
+// (ANTHROPIC_BASE_URL pointed at it). With Script set, it answers each
+// request as Script says, as the other fakes do: Reply.Write is a call of
+// the CLI's Write tool, Reply.Command of its Bash tool. Without a Script,
+// the fields below decide: to a conversation without a tool result it
+// streams one Write tool call, chosen by Route from what the user messages
+// say; once the tool's result comes back it streams FakeFinal. With
+// RateLimit it answers every request with a 429; a request Stall picks
+// gets the start of an answer, then nothing until the client goes away.
 type FakeAPI struct {
+	Script Script
 	// Route chooses the file the Write call creates, from the text of the
 	// request's user messages (the prompt, then any tool results). ok false
 	// answers with FakeFinal at once, writing nothing.
@@ -25,15 +27,16 @@ type FakeAPI struct {
 	Stall     func(APICall) bool
 	// Endless, when set, answers every request, tool results included,
 	// with one more Write call: of the file it returns for the n-th
-	// request (1-based). An agent that never finishes.
+	// request (1-based, every request counted). An agent that never
+	// finishes.
 	Endless func(n int) (path, content string)
 	// Bash, when set, chooses instead of Route: to a conversation
 	// without a tool result, a call of the CLI's Bash tool running
 	// command, if ok.
 	Bash func(userText string) (command string, ok bool)
 
-	mu    sync.Mutex
-	calls []APICall
+	record
+	calls []APICall // every request, under record.mu
 }
 
 // APICall is what the fake API saw of one request.
@@ -65,7 +68,7 @@ const (
 	FakeFinalTextOutput = 12 // an answer that is FakeFinal
 )
 
-// Calls returns the requests seen so far.
+// Calls returns the requests seen so far, model requests or not.
 func (f *FakeAPI) Calls() []APICall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -113,31 +116,65 @@ func blocksText(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
+// apiRequest is the part of a Messages request the fake reads.
+type apiRequest struct {
+	Model    string            `json:"model"`
+	Stream   bool              `json:"stream"`
+	Tools    []json.RawMessage `json:"tools"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
 func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	call := APICall{Method: r.Method, Path: r.URL.Path}
-	n := 0
 	defer func() {
 		f.mu.Lock()
 		f.calls = append(f.calls, call)
 		f.mu.Unlock()
 	}()
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-		http.NotFound(w, r) // the CLI's HEAD / probe, and anything unexpected
+		f.notFound(w, r) // the CLI's HEAD / probe, and anything unexpected
 		return
 	}
-	var body struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	body, ok := readBody[apiRequest](w, r)
+	if !ok {
 		return
 	}
-	call.Model, call.Stream = body.Model, body.Stream
+	call.read(body)
+	s := f.add(Seen{Model: call.Model, UserText: call.UserText, HasTools: len(body.Tools) > 0,
+		ToolResult: strings.HasPrefix(call.ToolResultFor, FakeToolID), ToolResultText: call.ToolResultText})
+	reply, toolID := f.reply(call, s)
+	if reply.Status != 0 {
+		writeAPIError(w, reply)
+		return
+	}
+	startStream(w)
+	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": fmt.Sprintf("msg_ralph_%d", s.N), "type": "message", "role": "assistant", "model": body.Model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": FakeInputTokens, "output_tokens": 1},
+	}})
+	call.InputTokens = FakeInputTokens
+	sse(w, "ping", map[string]any{"type": "ping"})
+	switch {
+	case reply.Hang:
+		<-r.Context().Done()
+		return
+	case reply.Write != nil:
+		call.OutputTokens = streamToolUse(w, toolID, "Write", map[string]string{"file_path": reply.Write.Path, "content": reply.Write.Content})
+	case reply.Command != "":
+		call.OutputTokens = streamToolUse(w, toolID, "Bash", map[string]string{"command": reply.Command, "description": "Run the command"})
+	default:
+		call.OutputTokens = streamFinalText(w, reply.Final)
+	}
+	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+}
+
+// read fills in what c says of the conversation in body.
+func (c *APICall) read(body apiRequest) {
+	c.Model, c.Stream = body.Model, body.Stream
 	var text []string
 	for i, m := range body.Messages {
 		if m.Role != "user" {
@@ -148,52 +185,61 @@ func (f *FakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if i == len(body.Messages)-1 && json.Unmarshal(m.Content, &blocks) == nil {
 			for _, b := range blocks {
 				if b.Type == "tool_result" {
-					call.ToolResultFor, call.ToolResultText = b.ToolUseID, blocksText(b.Content)
+					c.ToolResultFor, c.ToolResultText = b.ToolUseID, blocksText(b.Content)
 				}
 			}
 		}
 	}
-	call.UserText = strings.Join(text, "\n")
-	if f.RateLimit {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusTooManyRequests)
-		io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`)
-		return
+	c.UserText = strings.Join(text, "\n")
+}
+
+// reply is the answer to call, and the id of the tool call it may ask
+// for: Script's answer, else the one f's fields give.
+func (f *FakeAPI) reply(call APICall, s Seen) (Reply, string) {
+	if f.Script != nil {
+		return f.Script(s), fmt.Sprintf("%s_%d", FakeToolID, s.N)
 	}
 	f.mu.Lock()
-	n = len(f.calls) + 1
+	n := len(f.calls) + 1
 	f.mu.Unlock()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": fmt.Sprintf("msg_ralph_%d", n), "type": "message", "role": "assistant", "model": body.Model,
-		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": FakeInputTokens, "output_tokens": 1},
-	}})
-	call.InputTokens = FakeInputTokens
-	sse(w, "ping", map[string]any{"type": "ping"})
-	if f.Stall != nil && f.Stall(call) {
-		<-r.Context().Done()
-		return
+	fresh := call.ToolResultFor == ""
+	switch {
+	case f.RateLimit:
+		return Reply{Status: http.StatusTooManyRequests}, ""
+	case f.Stall != nil && f.Stall(call):
+		return Reply{Hang: true}, ""
 	}
-	path, content, ok := "", "", false
-	toolID := FakeToolID
+	if fresh && f.Bash != nil {
+		if command, ok := f.Bash(call.UserText); ok {
+			return Reply{Command: command}, FakeToolID
+		}
+	}
 	if f.Endless != nil {
-		path, content = f.Endless(n)
-		ok, toolID = true, fmt.Sprintf("%s_%d", FakeToolID, n)
-	} else if call.ToolResultFor == "" && f.Route != nil {
-		path, content, ok = f.Route(call.UserText)
+		path, content := f.Endless(n)
+		return Reply{Write: &FileWrite{Path: path, Content: content}}, fmt.Sprintf("%s_%d", FakeToolID, n)
 	}
-	tool, args := "Write", map[string]string{"file_path": path, "content": content}
-	if command, run := f.bashCall(call); run {
-		tool, args, ok = "Bash", map[string]string{"command": command, "description": "Run the command"}, true
+	if fresh && f.Route != nil {
+		if path, content, ok := f.Route(call.UserText); ok {
+			return Reply{Write: &FileWrite{Path: path, Content: content}}, FakeToolID
+		}
 	}
-	if ok {
-		call.OutputTokens = streamToolUse(w, toolID, tool, args)
-	} else {
-		call.OutputTokens = streamFinalText(w)
+	return Reply{}, ""
+}
+
+// writeAPIError answers with the API's error body for reply's status.
+// Claude Code passes the message on, and ralph reads reply.RetryIn from it.
+func writeAPIError(w http.ResponseWriter, reply Reply) {
+	typ, msg := "api_error", "Internal server error"
+	switch reply.Status {
+	case http.StatusTooManyRequests:
+		typ, msg = "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit."+retryText(reply.RetryIn)
+	case 529:
+		typ, msg = "overloaded_error", "Overloaded"
 	}
-	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(reply.Status)
+	w.Write(b)
 }
 
 // streamToolUse streams one tool_use block calling tool with args, its
@@ -203,8 +249,7 @@ func streamToolUse(w http.ResponseWriter, id, tool string, args map[string]strin
 	input, _ := json.Marshal(args)
 	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 		"content_block": map[string]any{"type": "tool_use", "id": id, "name": tool, "input": map[string]any{}}})
-	half := len(input) / 2
-	for _, part := range []string{string(input[:half]), string(input[half:])} {
+	for _, part := range halves(string(input)) {
 		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 			"delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
 	}
@@ -214,12 +259,15 @@ func streamToolUse(w http.ResponseWriter, id, tool string, args map[string]strin
 	return FakeToolCallOutput
 }
 
-// streamFinalText streams the final answer, COMPLETE, and returns the
-// output tokens it reports.
-func streamFinalText(w http.ResponseWriter) int64 {
+// streamFinalText streams the final answer, text ("": FakeFinal), in two
+// pieces, and returns the output tokens it reports.
+func streamFinalText(w http.ResponseWriter, text string) int64 {
+	if text == "" {
+		text = FakeFinal
+	}
 	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 		"content_block": map[string]any{"type": "text", "text": ""}})
-	for _, part := range []string{"Wrote the file.\n", "<promise>COMPLETE</promise>"} {
+	for _, part := range halves(text) {
 		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 			"delta": map[string]any{"type": "text_delta", "text": part}})
 	}
@@ -227,22 +275,6 @@ func streamFinalText(w http.ResponseWriter) int64 {
 	sse(w, "message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": FakeFinalTextOutput}})
 	return FakeFinalTextOutput
-}
-
-// bashCall is the command of the Bash call Bash asks for, if any.
-func (f *FakeAPI) bashCall(call APICall) (string, bool) {
-	if f.Bash == nil || call.ToolResultFor != "" {
-		return "", false
-	}
-	return f.Bash(call.UserText)
-}
-
-func sse(w http.ResponseWriter, event string, data any) {
-	b, _ := json.Marshal(data)
-	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
 }
 
 // Start serves f on 127.0.0.1 (never another interface) until the test

@@ -3,12 +3,10 @@ package agenttest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -21,10 +19,7 @@ import (
 type FakeChat struct {
 	// Script decides each answer; nil answers FakeFinal to everything.
 	Script Script
-
-	mu    sync.Mutex
-	seen  []Seen
-	other []string // requests that were not model calls: "METHOD /path"
+	record
 }
 
 // The usage FakeChat reports for each answer, in the protocol's usage
@@ -46,21 +41,6 @@ func FakeChatToolCallID(n int) string { return fmt.Sprintf("call_ralph_%d", n) }
 // with 0 it retries at once, and a test of a rate limit takes a second,
 // not a minute.
 const FakeChatRetryAfterMS = "0"
-
-// Seen returns the model requests received so far, in order.
-func (f *FakeChat) Seen() []Seen {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Seen(nil), f.seen...)
-}
-
-// Unexpected returns the requests that were not POST /v1/chat/completions
-// ("METHOD /path"): a CLI that probes or fetches something else.
-func (f *FakeChat) Unexpected() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.other...)
-}
 
 // Start serves f on 127.0.0.1 (never another interface) until the test
 // ends, and returns its base URL (without /v1).
@@ -107,24 +87,16 @@ func chatText(raw json.RawMessage) string {
 
 func (f *FakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		f.mu.Lock()
-		f.other = append(f.other, r.Method+" "+r.URL.Path)
-		f.mu.Unlock()
-		http.NotFound(w, r)
+		f.notFound(w, r)
 		return
 	}
-	var body chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	body, ok := readBody[chatRequest](w, r)
+	if !ok {
 		return
 	}
-	s := f.record(body)
-	reply := Reply{}
-	if f.Script != nil {
-		reply = f.Script(s)
-	}
+	s, reply := f.ask(f.Script, chatSeen(body))
 	if reply.Status != 0 {
-		writeChatError(w, reply.Status)
+		writeChatError(w, reply)
 		return
 	}
 	c := chatStream{w: w, id: fmt.Sprintf("chatcmpl-ralph-%d", s.N), model: body.Model}
@@ -146,8 +118,8 @@ func (f *FakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.done()
 }
 
-// record notes what a request says, and numbers it.
-func (f *FakeChat) record(body chatRequest) Seen {
+// chatSeen is what a request shows a Script.
+func chatSeen(body chatRequest) Seen {
 	s := Seen{Model: body.Model, HasTools: len(body.Tools) > 0}
 	var text []string
 	for i, m := range body.Messages {
@@ -163,19 +135,21 @@ func (f *FakeChat) record(body chatRequest) Seen {
 		}
 	}
 	s.UserText = strings.Join(text, "\n")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s.N = len(f.seen) + 1
-	f.seen = append(f.seen, s)
 	return s
 }
 
-// writeChatError answers with status and the API's error body.
-func writeChatError(w http.ResponseWriter, status int) {
+// writeChatError answers with reply's status and the API's error body. Its
+// retry-after-ms header is always FakeChatRetryAfterMS, for opencode's own
+// retries; reply.RetryIn is said in the message, which opencode passes on.
+func writeChatError(w http.ResponseWriter, reply Reply) {
+	status := reply.Status
 	typ, code, msg := "server_error", "", "The server had an error while processing your request."
 	switch status {
 	case http.StatusTooManyRequests:
-		typ, code, msg = "requests", "rate_limit_exceeded", "Rate limit reached for requests per minute. Please try again later."
+		typ, code, msg = "requests", "rate_limit_exceeded", "Rate limit reached for requests per minute."+retryText(reply.RetryIn)
+		if reply.RetryIn <= 0 {
+			msg += " Please try again later."
+		}
 	case 529:
 		typ, code, msg = "overloaded_error", "overloaded", "The server is overloaded."
 	}
@@ -214,16 +188,11 @@ func (c *chatStream) chunk(delta map[string]any, finishReason any) {
 
 func (c *chatStream) send(fields map[string]any) {
 	if !c.started {
-		c.w.Header().Set("Content-Type", "text/event-stream")
-		c.w.Header().Set("Cache-Control", "no-cache")
+		startStream(c.w)
 		c.started = true
 	}
 	fields["id"], fields["object"], fields["created"], fields["model"] = c.id, "chat.completion.chunk", time.Now().Unix(), c.model
-	b, _ := json.Marshal(fields)
-	fmt.Fprintf(c.w, "data: %s\n\n", b)
-	if fl, ok := c.w.(http.Flusher); ok {
-		fl.Flush()
-	}
+	sse(c.w, "", fields)
 }
 
 // toolCall streams one call of tool with args, its arguments in two
@@ -232,8 +201,7 @@ func (c *chatStream) toolCall(id, tool string, args map[string]string) int64 {
 	input, _ := json.Marshal(args)
 	c.chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": id, "type": "function",
 		"function": map[string]any{"name": tool, "arguments": ""}}}}, nil)
-	half := len(input) / 2
-	for _, part := range []string{string(input[:half]), string(input[half:])} {
+	for _, part := range halves(string(input)) {
 		c.chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": part}}}}, nil)
 	}
 	c.chunk(map[string]any{}, "tool_calls")
@@ -246,18 +214,12 @@ func (c *chatStream) text(final string) int64 {
 	if final == "" {
 		final = FakeFinal
 	}
-	half := len(final) / 2
-	for half > 0 && !utf8Start(final[half]) {
-		half--
-	}
-	for _, part := range []string{final[:half], final[half:]} {
+	for _, part := range halves(final) {
 		c.chunk(map[string]any{"content": part}, nil)
 	}
 	c.chunk(map[string]any{}, "stop")
 	return FakeChatFinalOutput
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // usage sends the usage chunk (no choices), as the API does when asked
 // for it with stream_options.include_usage.
@@ -270,12 +232,7 @@ func (c *chatStream) usage(out int64) {
 	}})
 }
 
-func (c *chatStream) done() {
-	io.WriteString(c.w, "data: [DONE]\n\n")
-	if fl, ok := c.w.(http.Flusher); ok {
-		fl.Flush()
-	}
-}
+func (c *chatStream) done() { sseRaw(c.w, "", "[DONE]") }
 
 // The provider and model OpencodeEnv configures: opencode names a model
 // "provider/model".

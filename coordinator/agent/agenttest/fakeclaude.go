@@ -1,5 +1,8 @@
 // Package agenttest holds stand-ins for real agent CLIs, for the tests of
-// ralph's packages and for its testscript scenarios.
+// ralph's packages and for its testscript scenarios, and fake model
+// servers for the real CLIs to talk to (FakeAPI, FakeResponses, FakeChat,
+// FakeGemini: one Script runs against each), with what every test of a
+// real CLI needs (CLI, RealCLI, RealDirs).
 //
 // FakeClaudeMain behaves like `claude -p --output-format stream-json
 // --verbose` closely enough to drive ralph: it checks its flags the way the
@@ -162,6 +165,11 @@ func FakeClaudeMain() int {
 			return 2
 		}
 		script = strings.NewReader(s)
+	}
+	if m := argValue(args, "--model"); m != "" {
+		// The real CLI names the model it was given in its lines.
+		data, _ := io.ReadAll(script)
+		script = strings.NewReader(strings.ReplaceAll(string(data), `"model":"claude-fake-1"`, `"model":"`+m+`"`))
 	}
 	return Replay(script, os.Stdout, os.Stderr)
 }
@@ -410,4 +418,14 @@ func appendLine(path, line string) {
 	}
 	defer f.Close()
 	f.WriteString(line + "\n")
+}
+
+// argValue is the value of flag in args ("" when it is not there).
+func argValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -19,10 +18,7 @@ import (
 // FakeFinal to every request.
 type FakeGemini struct {
 	Script Script
-
-	mu     sync.Mutex
-	seen   []Seen
-	others []string
+	record
 }
 
 // The usage FakeGemini reports in each answer's usageMetadata, as the real
@@ -47,21 +43,6 @@ const (
 	geminiModelPrefix  = "/v1beta/models/"
 	geminiStreamSuffix = ":streamGenerateContent"
 )
-
-// Seen returns the model requests seen so far.
-func (f *FakeGemini) Seen() []Seen {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Seen(nil), f.seen...)
-}
-
-// Others returns the requests that were not streaming model calls, as
-// "METHOD PATH", in order.
-func (f *FakeGemini) Others() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.others...)
-}
 
 // Start serves f on 127.0.0.1 (never another interface) until the test
 // ends, and returns its base URL.
@@ -97,32 +78,19 @@ func (f *FakeGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		model, ok = strings.CutSuffix(model, geminiStreamSuffix)
 	}
 	if r.Method != http.MethodPost || !ok {
-		f.mu.Lock()
-		f.others = append(f.others, r.Method+" "+r.URL.Path)
-		f.mu.Unlock()
-		http.NotFound(w, r)
+		f.notFound(w, r)
 		return
 	}
-	var body geminiRequest
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	body, ok := readBody[geminiRequest](w, r)
+	if !ok {
 		return
 	}
-	f.mu.Lock()
-	s := body.seen(model)
-	s.N = len(f.seen) + 1
-	f.seen = append(f.seen, s)
-	script := f.Script
-	f.mu.Unlock()
-	reply := Reply{}
-	if script != nil {
-		reply = script(s)
-	}
+	s, reply := f.ask(f.Script, body.seen(model))
 	switch {
 	case reply.Status != 0:
-		geminiError(w, reply.Status)
+		geminiError(w, reply)
 	case reply.Hang:
-		w.Header().Set("Content-Type", "text/event-stream")
+		startStream(w)
 		w.WriteHeader(http.StatusOK)
 		if fl, ok := w.(http.Flusher); ok {
 			fl.Flush()
@@ -191,15 +159,23 @@ func geminiStatus(code int) string {
 	return "INTERNAL"
 }
 
-// geminiError answers with the API's error body.
-func geminiError(w http.ResponseWriter, code int) {
+// geminiError answers with the API's error body for reply's status. A
+// reply.RetryIn is said as the API says it: in the message ("Please retry
+// in 2s.") and in a RetryInfo detail, which the CLI quotes ("Suggested
+// retry after 2s.").
+func geminiError(w http.ResponseWriter, reply Reply) {
+	code := reply.Status
 	msg := "Internal error encountered."
 	if code == http.StatusTooManyRequests {
 		msg = "Resource has been exhausted (e.g. check quota)."
 	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"code": code, "message": msg, "status": geminiStatus(code),
-	}})
+	e := map[string]any{"code": code, "message": msg, "status": geminiStatus(code)}
+	if reply.RetryIn > 0 {
+		delay := fmt.Sprintf("%ds", wholeSeconds(reply.RetryIn))
+		e["message"] = msg + " Please retry in " + delay + "."
+		e["details"] = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}}
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(code)
 	w.Write(b)
@@ -208,8 +184,7 @@ func geminiError(w http.ResponseWriter, code int) {
 // geminiAnswer streams reply as the API does: the parts in one or more
 // chunks, the last with the finish reason and the call's usage.
 func geminiAnswer(w http.ResponseWriter, model string, n int, reply Reply) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
+	startStream(w)
 	var chunks [][]map[string]any
 	out := int64(FakeGeminiFinalTokens)
 	switch {
@@ -227,11 +202,8 @@ func geminiAnswer(w http.ResponseWriter, model string, n int, reply Reply) {
 			text = FakeFinal
 		}
 		// Text comes in pieces, as from the real API.
-		half := len(text) / 2
-		for half > 0 && half < len(text) && text[half]&0xC0 == 0x80 {
-			half--
-		}
-		chunks = [][]map[string]any{{{"text": text[:half]}}, {{"text": text[half:]}}}
+		parts := halves(text)
+		chunks = [][]map[string]any{{{"text": parts[0]}}, {{"text": parts[1]}}}
 	}
 	for i, parts := range chunks {
 		cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
@@ -246,11 +218,7 @@ func geminiAnswer(w http.ResponseWriter, model string, n int, reply Reply) {
 				"totalTokenCount":      FakeGeminiPromptTokens + out + FakeGeminiThoughtTokens,
 			}
 		}
-		b, _ := json.Marshal(chunk)
-		fmt.Fprintf(w, "data: %s\r\n\r\n", b)
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
+		sse(w, "", chunk)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -20,10 +19,7 @@ import (
 // file), Reply.Command a call of its shell tool, exec_command.
 type FakeResponses struct {
 	Script Script
-
-	mu         sync.Mutex
-	seen       []Seen
-	unexpected []string
+	record
 }
 
 // The usage FakeResponses reports for each answer, in response.completed:
@@ -40,21 +36,6 @@ const (
 // FakeCallIDPrefix starts the call_id of every tool call FakeResponses
 // asks for: a tool output with such an id answers one of its calls.
 const FakeCallIDPrefix = "call_ralph_"
-
-// Seen returns what the model requests carried, in order.
-func (f *FakeResponses) Seen() []Seen {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]Seen(nil), f.seen...)
-}
-
-// Unexpected lists the requests that were not model requests ("METHOD
-// path"): a CLI that looks for a host other than its model provider.
-func (f *FakeResponses) Unexpected() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.unexpected...)
-}
 
 // Start serves f on 127.0.0.1 (never another interface) until the test
 // ends, and returns its base URL, without the /v1 (CodexEnv adds it).
@@ -83,35 +64,24 @@ type responsesItem struct {
 
 func (f *FakeResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
-		f.mu.Lock()
-		f.unexpected = append(f.unexpected, r.Method+" "+r.URL.Path)
-		f.mu.Unlock()
-		http.NotFound(w, r)
+		f.notFound(w, r)
 		return
 	}
-	var body responsesRequest
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	body, ok := readBody[responsesRequest](w, r)
+	if !ok {
 		return
 	}
-	f.mu.Lock()
-	s := seenOf(body, len(f.seen)+1)
-	f.seen = append(f.seen, s)
-	f.mu.Unlock()
-	reply := Reply{}
-	if f.Script != nil {
-		reply = f.Script(s)
-	}
+	s, reply := f.ask(f.Script, seenOf(body))
 	if reply.Status != 0 {
-		writeResponsesError(w, reply.Status)
+		writeResponsesError(w, reply)
 		return
 	}
 	respond(w, r, body.Model, s.N, reply)
 }
 
-// seenOf is what request number n shows a Script.
-func seenOf(body responsesRequest, n int) Seen {
-	s := Seen{N: n, Model: body.Model, HasTools: len(body.Tools) > 0}
+// seenOf is what a request shows a Script.
+func seenOf(body responsesRequest) Seen {
+	s := Seen{Model: body.Model, HasTools: len(body.Tools) > 0}
 	var text []string
 	for _, it := range body.Input {
 		switch it.Type {
@@ -153,11 +123,14 @@ func partsText(raw json.RawMessage) string {
 	return strings.Join(out, "\n")
 }
 
-// writeResponsesError answers with the API's error body for status.
-func writeResponsesError(w http.ResponseWriter, status int) {
+// writeResponsesError answers with the API's error body for reply's
+// status. (Codex 0.169 shows only the status of a 429, not its message:
+// ralph then waits its own backoff.)
+func writeResponsesError(w http.ResponseWriter, reply Reply) {
+	status := reply.Status
 	typ, code, msg := "server_error", "server_error", "The server had an error while processing your request."
 	if status == http.StatusTooManyRequests {
-		typ, code, msg = "requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again in 20s."
+		typ, code, msg = "requests", "rate_limit_exceeded", "Rate limit reached for requests."+retryText(reply.RetryIn)
 	}
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
 	w.Header().Set("Content-Type", "application/json")
@@ -175,18 +148,13 @@ func (rs *responseStream) send(typ string, fields map[string]any) {
 	fields["type"] = typ
 	fields["sequence_number"] = rs.seq
 	rs.seq++
-	b, _ := json.Marshal(fields)
-	fmt.Fprintf(rs.w, "event: %s\ndata: %s\n\n", typ, b)
-	if fl, ok := rs.w.(http.Flusher); ok {
-		fl.Flush()
-	}
+	sse(rs.w, typ, fields)
 }
 
 // respond streams the answer to request n: one output item, then
 // response.completed with its usage.
 func respond(w http.ResponseWriter, r *http.Request, model string, n int, reply Reply) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
+	startStream(w)
 	rs := &responseStream{w: w}
 	id := fmt.Sprintf("resp_ralph_%d", n)
 	head := map[string]any{"id": id, "object": "response", "model": model, "status": "in_progress", "output": []any{}}
@@ -254,8 +222,7 @@ func functionCall(rs *responseStream, n int, name, args string) map[string]any {
 	id := fmt.Sprintf("fc_ralph_%d", n)
 	item := map[string]any{"type": "function_call", "id": id, "status": "in_progress", "call_id": fmt.Sprintf("%s%d", FakeCallIDPrefix, n), "name": name, "arguments": ""}
 	rs.send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
-	half := len(args) / 2
-	for _, part := range []string{args[:half], args[half:]} {
+	for _, part := range halves(args) {
 		rs.send("response.function_call_arguments.delta", map[string]any{"output_index": 0, "item_id": id, "delta": part})
 	}
 	rs.send("response.function_call_arguments.done", map[string]any{"output_index": 0, "item_id": id, "arguments": args})
@@ -272,8 +239,7 @@ func outputMessage(rs *responseStream, n int, text string) map[string]any {
 	rs.send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
 	empty := map[string]any{"type": "output_text", "text": "", "annotations": []any{}}
 	rs.send("response.content_part.added", map[string]any{"output_index": 0, "content_index": 0, "item_id": id, "part": empty})
-	half := len(text) / 2
-	for _, part := range []string{text[:half], text[half:]} {
+	for _, part := range halves(text) {
 		rs.send("response.output_text.delta", map[string]any{"output_index": 0, "content_index": 0, "item_id": id, "delta": part})
 	}
 	rs.send("response.output_text.done", map[string]any{"output_index": 0, "content_index": 0, "item_id": id, "text": text})

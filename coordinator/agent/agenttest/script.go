@@ -1,16 +1,15 @@
 package agenttest
 
 import (
-	"net"
-	"net/http"
-	"net/http/httptest"
+	"fmt"
+	"math"
 	"strings"
-	"testing"
+	"time"
 )
 
-// A fake model server (FakeResponses, FakeChat, FakeGemini) answers each
-// request as its Script says, in its own wire protocol: the same scenario
-// runs against every real CLI.
+// A fake model server (FakeAPI, FakeResponses, FakeChat, FakeGemini)
+// answers each request as its Script says, in its own wire protocol: the
+// same scenario runs against every real CLI.
 
 // Seen is what a fake model server saw of one model request.
 type Seen struct {
@@ -32,6 +31,10 @@ type Reply struct {
 	// Status, when not zero, answers with this HTTP error (429, 529,
 	// 500…) in the protocol's error body, instead of an answer.
 	Status int
+	// RetryIn, with Status, is how long the error asks the client to
+	// wait before it tries again, said as the protocol's servers say it
+	// (see retryText); 0 says nothing of when.
+	RetryIn time.Duration
 	// Hang starts an answer and then sends nothing until the client goes
 	// away.
 	Hang bool
@@ -48,6 +51,28 @@ type FileWrite struct{ Path, Content string }
 
 // Script decides the Reply to each request.
 type Script func(Seen) Reply
+
+// reply is s's answer to a request: the zero Reply when s is nil.
+func (s Script) reply(seen Seen) Reply {
+	if s == nil {
+		return Reply{}
+	}
+	return s(seen)
+}
+
+// retryText is the sentence an error message of the OpenAI and Anthropic
+// APIs ends with when it says when to try again ("Please try again in
+// 2s."), rounded up to a second; "" for 0. The CLIs pass the message on,
+// and ralph reads the delay from it.
+func retryText(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Please try again in %ds.", wholeSeconds(d))
+}
+
+// wholeSeconds is d in seconds, rounded up: the APIs state delays so.
+func wholeSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
 // WriteThenFinal is the common scenario: to a request without a tool
 // result whose user text holds want, a call writing content to path; to
@@ -78,20 +103,4 @@ func EndlessWrites(file func(n int) (path, content string)) Script {
 		p, c := file(s.N)
 		return Reply{Write: &FileWrite{Path: p, Content: c}}
 	}
-}
-
-// serveLoopback serves h on 127.0.0.1 (never another interface) until the
-// test ends, and returns its base URL.
-func serveLoopback(t testing.TB, h http.Handler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL
 }

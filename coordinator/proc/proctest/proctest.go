@@ -71,3 +71,11 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// From is what was written after the first off bytes: a reader that
+// follows a fast writer (a chat printing 1 MB/s) copies only what is new.
+func (s *SyncBuffer) From(off int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b.Bytes()[min(off, s.b.Len()):])
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/coordinator/registry"
 	"github.com/ralph-dev/ralph/mdstate"
 	"github.com/ralph-dev/ralph/projectdetect"
 )
@@ -67,6 +68,9 @@ type Env struct {
 	// which holds ralph/agents.md, and Home the home folder (shown as ~);
 	// "" when unknown.
 	ConfigDir, Home string
+	// StateDir holds the list of projects where ralph ran
+	// (registry.DefaultDir: $XDG_STATE_HOME/ralph); "" when unknown.
+	StateDir string
 }
 
 // Factory gives commands what they share.
@@ -149,7 +153,9 @@ func Main(ctx context.Context, args []string, io IOStreams, env Env) int {
 	if err == nil {
 		return ExitOK
 	}
-	return signalCode(ctx, reportError(f, cmd, err))
+	code := signalCode(ctx, reportError(f, cmd, err))
+	reportJSON(f, cmd, args, err, code) // with --json, also on stdout for scripts
+	return code
 }
 
 func reportError(f *Factory, cmd *cobra.Command, err error) int {
@@ -249,11 +255,13 @@ IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 		NewCmdDemo(f),
 		NewCmdChat(f),
 		NewCmdAgents(f),
+		NewCmdSessions(f),
 	)
 	cmd.InitDefaultCompletionCmd()
 	group(cmd)
 	addOneShot(f, cmd)
 	chatWhenBare(f, cmd)
+	completeFlags(f, cmd)
 	for _, c := range cmd.Commands() {
 		if c.Name() == "completion" {
 			group(c)
@@ -283,21 +291,58 @@ func group(cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
+// version is what --version prints: the module version (a release, or
+// "dev" for a build from a checkout) and the commit it was built from, with
+// its date and whether the work tree had changes, from the build info.
 func version() string {
-	v := Version
 	info, ok := debug.ReadBuildInfo()
-	if v == "" && ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+	if !ok {
+		return orDev(Version)
+	}
+	return describeBuild(Version, info)
+}
+
+// describeBuild is version's text for a build's info.
+func describeBuild(stamped string, info *debug.BuildInfo) string {
+	v := stamped
+	if v == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		v = info.Main.Version
 	}
-	if v == "" {
-		v = "dev"
-	}
-	if ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " (" + s.Value[:12] + ")"
-			}
+	v = orDev(v)
+	var commit, date string
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.time":
+			date = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
 		}
+	}
+	if commit == "" {
+		if v == "dev" {
+			v += " (no commit recorded: `go run` and builds outside a git checkout have none)"
+		}
+		return v
+	}
+	var parts []string
+	if short := commit[:min(12, len(commit))]; !strings.Contains(v, short) { // a pseudo-version names it already
+		parts = append(parts, "commit "+short)
+	}
+	if t, err := time.Parse(time.RFC3339, date); err == nil {
+		parts = append(parts, t.UTC().Format("2006-01-02"))
+	}
+	if modified {
+		parts = append(parts, "with uncommitted changes")
+	}
+	return v + " (" + strings.Join(parts, ", ") + ")"
+}
+
+func orDev(v string) string {
+	if v == "" {
+		return "dev"
 	}
 	return v
 }
@@ -340,6 +385,7 @@ func EnvFromOS() (Env, error) {
 		Secrets: coordinator.SecretsFromEnv(os.Environ()), Term: os.Getenv("TERM"), NoColor: os.Getenv("NO_COLOR") != ""}
 	env.ConfigDir, _ = os.UserConfigDir()
 	env.Home, _ = os.UserHomeDir()
+	env.StateDir = registry.DefaultDir(os.Getenv, env.Home)
 	if s := os.Getenv("RALPH_NOW"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

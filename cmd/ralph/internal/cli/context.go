@@ -13,31 +13,35 @@ import (
 	"github.com/ralph-dev/ralph/projectdetect"
 )
 
-// SessionJSON is the session in `status --json` and `context --json`.
+// SessionJSON is the session in `status --json` and `context --json`;
+// what it does not have (no phase between iterations, no limit, no
+// baseline outside git) is null.
 type SessionJSON struct {
 	ID            string     `json:"id"`
 	Status        string     `json:"status"`
-	Phase         string     `json:"phase"`
+	Reason        *string    `json:"reason"` // why it stopped or ended, as the session block has it
+	Phase         *string    `json:"phase"`
 	Iteration     int        `json:"iteration"`
-	MaxIterations int        `json:"max_iterations"`
+	MaxIterations *int       `json:"max_iterations"`
 	Task          *string    `json:"task"`
 	TokensIn      int64      `json:"tokens_in"`
 	TokensOut     int64      `json:"tokens_out"`
 	CostUSD       float64    `json:"cost_usd"`
-	Baseline      string     `json:"baseline"`
-	Agent         string     `json:"agent"`
-	Model         string     `json:"model"`
+	Baseline      *string    `json:"baseline"`
+	Agent         *string    `json:"agent"`
+	Model         *string    `json:"model"`
 	StartedAt     *time.Time `json:"started_at"`
 	UpdatedAt     *time.Time `json:"updated_at"`
-	PID           int        `json:"pid"`
+	PID           *int       `json:"pid"`
 }
 
 func sessionJSON(s *mdstate.Session) *SessionJSON {
 	if s == nil {
 		return nil
 	}
-	j := &SessionJSON{ID: s.ID, Status: string(s.Status), Phase: string(s.Phase), Iteration: s.Iteration, MaxIterations: s.MaxIterations,
-		TokensIn: s.TokensIn, TokensOut: s.TokensOut, CostUSD: s.CostUSD, Baseline: s.Baseline, Agent: s.Agent, Model: s.Model, PID: s.PID}
+	j := &SessionJSON{ID: s.ID, Status: string(s.Status), Reason: nullIfZero(s.Reason), Phase: nullIfZero(string(s.Phase)), Iteration: s.Iteration,
+		MaxIterations: nullIfZero(s.MaxIterations), TokensIn: s.TokensIn, TokensOut: s.TokensOut, CostUSD: s.CostUSD,
+		Baseline: nullIfZero(s.Baseline), Agent: nullIfZero(s.Agent), Model: nullIfZero(s.Model), PID: nullIfZero(s.PID)}
 	if s.Task != "" {
 		t := s.Task
 		j.Task = &t
@@ -63,8 +67,8 @@ type ProjectJSON struct {
 // GitJSON is the "git" object of `status --json`; `context --json` adds
 // the details.
 type GitJSON struct {
-	Branch   string          `json:"branch"`
-	Head     string          `json:"head"`
+	Branch   *string         `json:"branch"` // null when detached
+	Head     *string         `json:"head"`   // null before the first commit
 	Detached bool            `json:"detached"`
 	Dirty    *bool           `json:"dirty"` // null when status was unavailable
 	Ahead    *int            `json:"ahead"` // null without an upstream
@@ -127,7 +131,7 @@ func gitJSON(g *coordinator.GitInfo, details bool) *GitJSON {
 	if g == nil {
 		return nil
 	}
-	j := &GitJSON{Branch: g.Branch, Head: g.Head, Detached: g.Detached, Unborn: g.Unborn}
+	j := &GitJSON{Branch: nullIfZero(g.Branch), Head: nullIfZero(g.Head), Detached: g.Detached, Unborn: g.Unborn}
 	if g.Status.Available {
 		d := g.Dirty()
 		j.Dirty = &d
@@ -225,6 +229,7 @@ out.`,
 	cmd.Flags().BoolVar(&prompt, "prompt", false, "print the context block a child agent receives")
 	cmd.Flags().IntVar(&budget, "budget", coordinator.DefaultBudget, "with --prompt: fit in `N` estimated tokens")
 	cmd.Flags().StringVar(&task, "task", "", "with --prompt: the task `ID` the block is about (default: the interrupted one, else the next)")
+	completeItemFlag(f, cmd, taskFlag, mdstate.TasksKind, anyItem)
 	return cmd
 }
 

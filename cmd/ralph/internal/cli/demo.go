@@ -52,7 +52,7 @@ empty. Afterwards, look at the files in DIR or run 'ralph -C DIR status'.`,
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				newRunDisplay(f, asJSON).follow(co.Events())
+				newRunDisplay(f, asJSON).follow(co.Events(), cmd.Context().Done())
 			}()
 			out, err := co.Run(cmd.Context())
 			<-done

@@ -19,7 +19,7 @@ import (
 func stateFileArg(arg string) (string, error) {
 	base := filepath.Base(arg)
 	for _, name := range mdstate.Files {
-		short := strings.TrimSuffix(strings.TrimPrefix(name, "RALPH_"), ".md")
+		short := stateFileShort(name)
 		if strings.EqualFold(base, name) || strings.EqualFold(base, short) {
 			return name, nil
 		}
@@ -110,6 +110,7 @@ these commits.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array for scripts")
 	cmd.Flags().IntVar(&limit, "limit", 20, "show at most `N` commits")
+	cmd.ValidArgsFunction = completeStateFile
 	return cmd
 }
 
@@ -230,6 +231,7 @@ commits to choose from.`,
 	}
 	cmd.Flags().StringVar(&from, "from", "", "restore the version at `REV` (default: the last commit that changed the file)")
 	cmd.Flags().BoolVar(&force, "force", false, "restore even if the file has uncommitted changes")
+	cmd.ValidArgsFunction = completeStateFile
 	return cmd
 }
 

@@ -23,13 +23,14 @@ type TaskJSON struct {
 	Notes    []string `json:"notes"`
 }
 
-// ItemJSON is one goal or to-do in `ralph goal|todo list --json`.
+// ItemJSON is one goal or to-do in `ralph goal|todo list --json`, its
+// status in the words of the text list (open, done, dropped).
 type ItemJSON struct {
-	ID       string   `json:"id"`
-	Title    string   `json:"title"`
-	Status   string   `json:"status"`
-	Notes    []string `json:"notes"`
-	Promoted *string  `json:"promoted,omitempty"`
+	ID       string     `json:"id"`
+	Title    string     `json:"title"`
+	Status   ItemStatus `json:"status"`
+	Notes    []string   `json:"notes"`
+	Promoted *string    `json:"promoted"` // the task a to-do became
 }
 
 func taskJSON(it *mdstate.Item) TaskJSON {
@@ -48,7 +49,7 @@ func taskJSON(it *mdstate.Item) TaskJSON {
 }
 
 func itemJSON(it *mdstate.Item) ItemJSON {
-	j := ItemJSON{ID: it.ID, Title: it.Title, Status: string(it.Status), Notes: it.Notes}
+	j := ItemJSON{ID: it.ID, Title: it.Title, Status: itemStatus(it.Status), Notes: it.Notes}
 	if j.Notes == nil {
 		j.Notes = []string{}
 	}
@@ -136,6 +137,7 @@ func newCmdSetStatus(f *Factory, kind mdstate.Kind, verb string, to mdstate.Stat
 		},
 	}
 	cmd.Flags().StringVar(&note, "note", "", "add `TEXT` as a note to the "+kind.Noun+" (why, what is left)")
+	cmd.ValidArgsFunction = completeItemArg(f, kind, notStatus(to))
 	return cmd
 }
 
@@ -303,9 +305,17 @@ func newCmdItemAdd(f *Factory, kind mdstate.Kind, example string) *cobra.Command
 			var id string
 			_, err := update(f, kind, func(e *mdstate.ChecklistEdit) error {
 				var err error
+				if kind == mdstate.TodoKind {
+					id, err = e.AddOnce(strings.Join(args, " "))
+					return err
+				}
 				id, err = e.Add(strings.Join(args, " "))
 				return err
 			})
+			if dup := (*mdstate.DuplicateError)(nil); errors.As(err, &dup) {
+				fmt.Fprintf(f.IO.Out, "%s: %s\n", dup, dup.Text)
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -338,14 +348,7 @@ func newCmdItemList(f *Factory, kind mdstate.Kind) *cobra.Command {
 				fmt.Fprintf(f.IO.ErrOut, "no %ss\n", kind.Noun)
 			}
 			for _, it := range c.Items {
-				word := "open"
-				switch it.Status {
-				case mdstate.Done:
-					word = "done"
-				case mdstate.Skipped:
-					word = "dropped"
-				}
-				line := fmt.Sprintf("%-5s %-7s %s", it.ID, word, it.Title)
+				line := fmt.Sprintf("%-5s %-7s %s", it.ID, itemStatus(it.Status), it.Title)
 				if it.Promoted != "" {
 					line += "  (→ " + it.Promoted + ")"
 				}
@@ -417,6 +420,7 @@ interruption finishes the job without adding a second task.`,
 			}
 			return nil
 		},
+		ValidArgsFunction: completeItemArg(f, mdstate.TodoKind, promotable),
 	}
 }
 
@@ -434,7 +438,12 @@ AGENT.md first.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, _ := f.Project()
 			text := strings.Join(args, " ")
-			if err := p.Learn(text); err != nil {
+			err := p.Learn(text)
+			if dup := (*mdstate.DuplicateError)(nil); errors.As(err, &dup) {
+				fmt.Fprintf(f.IO.Out, "%s: %s\n", dup, dup.Text)
+				return nil
+			}
+			if err != nil {
 				return err
 			}
 			a, err := p.LoadAgent()

@@ -18,6 +18,8 @@ type LogEntryJSON struct {
 	Line   int             `json:"line"`
 	Fields []mdstate.Field `json:"fields"`
 	Body   *string         `json:"body"`
+	// FiguresJSON are its numbers, typed (json.go).
+	FiguresJSON
 }
 
 // NewCmdLog builds `ralph log`.
@@ -77,6 +79,7 @@ It reads the log from its end, so it is quick on a log of any size.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the entries as JSON")
 	cmd.Flags().IntVarP(&limit, "limit", "n", 10, "show at most `N` entries")
+	cmd.ValidArgsFunction = completeItemArg(f, mdstate.TasksKind, anyItem)
 	return cmd
 }
 
@@ -99,7 +102,7 @@ func pickEntries(all []mdstate.Entry, id string, limit int) []mdstate.Entry {
 func logJSON(entries []mdstate.Entry) []LogEntryJSON {
 	out := []LogEntryJSON{}
 	for _, e := range entries {
-		j := LogEntryJSON{Title: e.Title, Line: e.Line, Fields: e.Fields}
+		j := LogEntryJSON{Title: e.Title, Line: e.Line, FiguresJSON: figuresJSON(e), Fields: e.Fields}
 		if j.Fields == nil {
 			j.Fields = []mdstate.Field{}
 		}

@@ -89,20 +89,42 @@ func runOneShot(f *Factory, c *cobra.Command, o oneShotOptions, task string) err
 	if err != nil {
 		return err
 	}
-	if o.JSON {
-		if err := writeJSON(f.IO.Out, res); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(f.IO.Out, "%s: %s\n", res.Status, res.Summary)
-		if res.Reason != "" {
-			fmt.Fprintf(f.IO.ErrOut, "  %s\n", res.Reason)
-		}
-		if len(res.FilesChanged) > 0 {
-			fmt.Fprintf(f.IO.ErrOut, "  changed: %s\n", strings.Join(res.FilesChanged, ", "))
-		}
-		fmt.Fprintf(f.IO.ErrOut, "  %s · %d in, %d out tokens · $%.4f · %.1fs\n", coordinator.AgentLabel(res.Agent, res.Model), res.TokensIn, res.TokensOut, res.CostUSD, float64(res.DurationMS)/1000)
+	if !o.JSON {
+		printOneShot(f, res)
+		return oneShotExit(res)
 	}
+	if err := writeJSON(f.IO.Out, res); err != nil {
+		return err
+	}
+	if err := oneShotExit(res); err != nil {
+		return shownInJSON{err} // the result's status and reason say it
+	}
+	return nil
+}
+
+// printOneShot shows a one-shot's result as text: the status and the
+// summary on stdout, the rest on stderr; tokens and cost the agent's CLI
+// did not report are unknown, never 0.
+func printOneShot(f *Factory, res coordinator.OneShotResult) {
+	fmt.Fprintf(f.IO.Out, "%s: %s\n", res.Status, res.Summary)
+	if res.Reason != "" {
+		fmt.Fprintf(f.IO.ErrOut, "  %s\n", res.Reason)
+	}
+	if len(res.FilesChanged) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "  changed: %s\n", strings.Join(res.FilesChanged, ", "))
+	}
+	tokens, cost := fmt.Sprintf("%d in, %d out tokens", res.TokensIn, res.TokensOut), fmt.Sprintf("$%.4f", res.CostUSD)
+	if res.UsageUnknown {
+		tokens = "tokens unknown"
+	}
+	if res.CostUnknown {
+		cost = "cost unknown"
+	}
+	fmt.Fprintf(f.IO.ErrOut, "  %s · %s · %s · %.1fs\n", coordinator.AgentLabel(res.Agent, res.Model), tokens, cost, float64(res.DurationMS)/1000)
+}
+
+// oneShotExit maps how a one-shot ended to ralph's exit code (nil: 0).
+func oneShotExit(res coordinator.OneShotResult) error {
 	switch res.Status {
 	case coordinator.OneShotComplete:
 		return nil

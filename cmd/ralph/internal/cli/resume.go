@@ -40,7 +40,7 @@ It takes every flag of 'ralph run'.`
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		asJSON, _ = c.Flags().GetBool("json")
 		p, _ := f.Project()
-		r, err := coordinator.BuildReport(c.Context(), p.Root, coordinator.ReportOptions{NoDetect: true, NoStatus: true, Progress: 200, Commits: 1})
+		r, err := coordinator.BuildReport(c.Context(), p.Root, listReport)
 		if err != nil {
 			return err
 		}

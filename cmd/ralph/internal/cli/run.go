@@ -226,6 +226,8 @@ func (o *RunOptions) options(f *Factory) (coordinator.Options, error) {
 	opts.Git = f.Env.Git
 	opts.Secrets, opts.Resources = withAgentSecrets(f.Env.Secrets, set), o.Resources
 	opts.Watch = true // a person's edits show, and a task they take stops
+	opts.Project = p  // what was parsed here is not parsed again
+	opts.Registry = f.registry()
 	return opts, nil
 }
 
@@ -242,7 +244,7 @@ func runTasks(f *Factory, cmd *cobra.Command, opts coordinator.Options, asJSON b
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		d.follow(co.Events())
+		d.follow(co.Events(), cmd.Context().Done())
 	}()
 	out, err := co.Run(cmd.Context())
 	<-done // the display ends with the run's stopped event
@@ -312,12 +314,16 @@ func newRunDisplay(f *Factory, asJSON bool) *runDisplay {
 }
 
 // follow shows every event until the run's stopped event (or the end of
-// the stream), redrawing the status line each second on a terminal.
-func (d *runDisplay) follow(events <-chan coordinator.Event) {
+// the stream), redrawing the status line each second on a terminal. When
+// interrupted is closed (Ctrl-C), it says at once that the run stops.
+func (d *runDisplay) follow(events <-chan coordinator.Event, interrupted <-chan struct{}) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
+		case <-interrupted:
+			interrupted = nil // said once
+			d.stopping()
 		case ev, ok := <-events:
 			if !ok {
 				d.clear()
@@ -334,6 +340,21 @@ func (d *runDisplay) follow(events <-chan coordinator.Event) {
 	}
 }
 
+// stopping says that the run stops, before the agent is gone: an agent
+// that ignores SIGINT takes the grace period.
+func (d *runDisplay) stopping() {
+	if d.json != nil {
+		return // the stopped event says it
+	}
+	d.clear()
+	what := "the run"
+	if d.task != "" {
+		what = d.task
+	}
+	fmt.Fprintf(d.f.IO.ErrOut, "■ stopping %s… (the agent gets SIGINT, then SIGKILL if it lingers)\n", what)
+	d.draw()
+}
+
 // clear erases the status line so that a normal line can be printed.
 func (d *runDisplay) clear() {
 	if d.status != "" {
@@ -344,6 +365,9 @@ func (d *runDisplay) clear() {
 
 // draw redraws the status line: task, elapsed time, current tool, tokens.
 func (d *runDisplay) draw() {
+	if !d.waitUntil.IsZero() && time.Now().After(d.waitUntil) {
+		d.waitUntil = time.Time{}
+	}
 	if d.tty && !d.waitUntil.IsZero() {
 		line := fmt.Sprintf("⏸ %s left", time.Until(d.waitUntil).Round(time.Second))
 		fmt.Fprint(d.f.IO.ErrOut, "\r\033[K"+line)
@@ -383,7 +407,7 @@ func (d *runDisplay) show(ev coordinator.Event) {
 		fmt.Fprintf(w, "  ✎ %s\n", ev.Text)
 	case coordinator.EventTaskStarted:
 		d.task, d.tool, d.tokens, d.since, d.waitUntil = ev.Task, "", 0, time.Now(), time.Time{}
-		fmt.Fprintf(w, "▶ %s: %s (iteration %d)\n", ev.Task, ev.Title, ev.Iteration)
+		fmt.Fprint(w, chat.StartLine(ev))
 	case coordinator.EventAgentText:
 		for _, l := range strings.Split(strings.TrimRight(ev.Text, "\n"), "\n") {
 			fmt.Fprintf(w, "  │ %s\n", l)
@@ -393,6 +417,11 @@ func (d *runDisplay) show(ev coordinator.Event) {
 		fmt.Fprintf(w, "  ⚙ %s\n", ev.Tool)
 	case coordinator.EventUsage:
 		d.tokens = ev.TokensIn + ev.TokensOut
+	case coordinator.EventRetry:
+		fmt.Fprint(w, chat.RetryLine(ev))
+		if ev.Delay >= time.Second {
+			d.waitUntil = time.Now().Add(ev.Delay) // a countdown on the status line
+		}
 	case coordinator.EventIterationDone:
 		d.task = ""
 		fmt.Fprint(w, chat.IterationLine(ev))

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -14,7 +12,8 @@ import (
 )
 
 // StatusJSON is `ralph status --json`: a stable contract. Later versions
-// add fields; none is ever renamed or removed.
+// add fields; none is ever renamed or removed. It speaks the vocabulary of
+// json.go: the text's words, null for what is unknown or empty.
 type StatusJSON struct {
 	Root      string                      `json:"root"`
 	Files     map[string]mdstate.FileInfo `json:"files"`
@@ -29,10 +28,11 @@ type StatusJSON struct {
 	Git       *GitJSON                    `json:"git"`
 }
 
-// OpenDone counts goals or to-dos.
+// OpenDone counts goals or to-dos by ItemStatus.
 type OpenDone struct {
-	Open int `json:"open"`
-	Done int `json:"done"`
+	Open    int `json:"open"`
+	Done    int `json:"done"`
+	Dropped int `json:"dropped"`
 }
 
 // TaskCounts counts tasks by status.
@@ -52,20 +52,21 @@ type ProgressJSON struct {
 	Last    *EntryJSON `json:"last"`
 }
 
-// EntryJSON is one progress entry.
+// EntryJSON is one progress entry: its numbers typed (FiguresJSON), and
+// its fields as written, text for text. The fields stay, unparsed, for the
+// scripts that read them and for what ralph does not parse (outcome,
+// agent, summary, a person's own keys); the numbers are read from them by
+// the one reader of ralph's entries (coordinator.EntryFigures).
 type EntryJSON struct {
-	Time   *time.Time        `json:"time"`
-	Title  string            `json:"title"`
-	Line   int               `json:"line"`
+	Time  *time.Time `json:"time"`
+	Title string     `json:"title"`
+	Line  int        `json:"line"`
+	FiguresJSON
 	Fields map[string]string `json:"fields"`
 }
 
 func entryJSON(e mdstate.Entry) *EntryJSON {
-	j := &EntryJSON{Title: e.Title, Line: e.Line, Fields: map[string]string{}}
-	if !e.Time.IsZero() {
-		t := e.Time
-		j.Time = &t
-	}
+	j := &EntryJSON{Time: timeOrNull(e.Time), Title: e.Title, Line: e.Line, FiguresJSON: figuresJSON(e), Fields: map[string]string{}}
 	for _, f := range e.Fields {
 		if _, dup := j.Fields[f.Key]; !dup {
 			j.Fields[f.Key] = f.Value
@@ -138,23 +139,33 @@ func statusJSON(st *mdstate.State) StatusJSON {
 	return out
 }
 
-// openDone counts done items and the ones still open (pending, in
-// progress, blocked); skipped items are neither.
+// openDone counts goals or to-dos by ItemStatus.
 func openDone(c *mdstate.Checklist) OpenDone {
 	var od OpenDone
 	if c == nil {
 		return od
 	}
 	for _, it := range c.Items {
-		switch it.Status {
-		case mdstate.Done:
+		switch itemStatus(it.Status) {
+		case ItemDone:
 			od.Done++
-		case mdstate.Skipped:
+		case ItemDropped:
+			od.Dropped++
 		default:
 			od.Open++
 		}
 	}
 	return od
+}
+
+// String is the counts as `ralph status` shows them: "2 open, 1 done",
+// and the dropped ones when there are any.
+func (od OpenDone) String() string {
+	s := fmt.Sprintf("%d %s, %d %s", od.Open, ItemOpen, od.Done, ItemDone)
+	if od.Dropped > 0 {
+		s += fmt.Sprintf(", %d %s", od.Dropped, ItemDropped)
+	}
+	return s
 }
 
 func printStatus(f *Factory, r *coordinator.Report, s StatusJSON) {
@@ -171,7 +182,7 @@ func printStatus(f *Factory, r *coordinator.Report, s StatusJSON) {
 		fmt.Fprintf(w, "\nNo state files here yet. Run `ralph init` to create them.\n")
 		return
 	}
-	fmt.Fprintf(w, "  goals      %d open, %d done\n", s.Goals.Open, s.Goals.Done)
+	fmt.Fprintf(w, "  goals      %s\n", s.Goals)
 	t := s.Tasks
 	fmt.Fprintf(w, "  tasks      %d: %d pending, %d in progress, %d done, %d blocked, %d skipped\n", t.Total, t.Pending, t.InProgress, t.Done, t.Blocked, t.Skipped)
 	if t.Next != nil {
@@ -179,7 +190,7 @@ func printStatus(f *Factory, r *coordinator.Report, s StatusJSON) {
 	} else if t.Pending > 0 {
 		fmt.Fprintf(w, "  next       none ready: every pending task waits for another\n")
 	}
-	fmt.Fprintf(w, "  to-dos     %d open, %d done\n", s.Todos.Open, s.Todos.Done)
+	fmt.Fprintf(w, "  to-dos     %s\n", s.Todos)
 	fmt.Fprintf(w, "  learnings  %d\n", s.Learnings)
 	fmt.Fprintf(w, "  progress   %d entries", s.Progress.Entries)
 	if l := s.Progress.Last; l != nil {
@@ -212,11 +223,4 @@ func printStatus(f *Factory, r *coordinator.Report, s StatusJSON) {
 		}
 	}
 	f.warn(st.Warnings)
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
