@@ -373,9 +373,13 @@ func (s *session) runCLI(ctx context.Context, args []string) {
 
 // say prints text above the prompt. Only the loop calls it.
 func (s *session) say(text string) {
-	if text != "" {
-		s.term.print(text)
+	if text == "" {
+		return
 	}
+	if s.o.Color && s.term.interactive() {
+		text = Colorize(text)
+	}
+	s.term.print(text)
 }
 
 // finish stops what still runs, saves, and prints the summary.

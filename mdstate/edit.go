@@ -140,7 +140,40 @@ func (e *NotFoundError) Error() string {
 	case 1:
 		return msg + " (it has only " + e.Have[0] + ")"
 	}
-	return msg + fmt.Sprintf(" (it has %s to %s); see `ralph %s list`", e.Have[0], e.Have[len(e.Have)-1], e.Kind.Command)
+	return msg + fmt.Sprintf(" (it has %s); see `ralph %s list`", idRanges(e.Kind.Prefix, e.Have), e.Kind.Command)
+}
+
+// idRanges writes IDs as runs: "T1 to T3, T7, T9 to T16", in the file's
+// order, so that a gap shows (T4 to T6 are not there). An ID that is not
+// the kind's prefix and a number stands alone.
+func idRanges(prefix string, ids []string) string {
+	var parts []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && idNumber(prefix, ids[j+1]) > 0 && idNumber(prefix, ids[j+1]) == idNumber(prefix, ids[j])+1 {
+			j++
+		}
+		switch {
+		case j == i:
+			parts = append(parts, ids[i])
+		case j == i+1:
+			parts = append(parts, ids[i], ids[j])
+		default:
+			parts = append(parts, ids[i]+" to "+ids[j])
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// idNumber is the number of id ("T12": 12), 0 when id is not prefix and a
+// number.
+func idNumber(prefix, id string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(id, prefix))
+	if err != nil || !strings.HasPrefix(id, prefix) || n <= 0 {
+		return 0
+	}
+	return n
 }
 
 func (c *Checklist) notFound(id string) error {

@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +48,29 @@ func TestRunOnTerminal(t *testing.T) {
 	}
 	if proctest.Alive(agent) {
 		t.Errorf("the agent (pid %d) outlived the run", agent)
+	}
+}
+
+// With NO_COLOR unset, a terminal gets the marks of the lines in colour,
+// and only them.
+func TestRunOnTerminalColour(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"agent.sh": "cat >/dev/null\necho '<promise>COMPLETE</promise>'\n", "RALPH_TASKS.md": "# Tasks\n\n- [ ] T1: First\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startOnPty(t, dir, []string{"NO_COLOR="}, "run", "--agent", "exec", "--agent-cmd", "sh agent.sh")
+	if code := c.wait(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	out := c.out.String()
+	for _, want := range []string{"\x1b[1;36m▶\x1b[0m T1: First (iteration 1)", "\x1b[32m✓\x1b[0m T1: done"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q on the terminal:\n%q", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[32mT1") || strings.Contains(out, "First\x1b") {
+		t.Errorf("colour beyond the marks:\n%q", out)
 	}
 }

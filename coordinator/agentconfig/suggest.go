@@ -88,3 +88,9 @@ func joinAnd(words []string) string {
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
+
+// NearestAgent is the agent name (a CLI ralph drives, or exec) that name
+// was probably meant to be; "" when none is near.
+func NearestAgent(name string) string {
+	return suggest(agentName(name), append(agent.CLINames(), "exec"), nil)
+}

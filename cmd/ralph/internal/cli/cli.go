@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,10 +125,36 @@ func (f *Factory) checkDir() error {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(f.Env.Dir, dir)
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
 		return usagef("-C %s: no such folder; give the path of an existing project folder", f.dir)
+	case !fi.IsDir():
+		return usagef("-C %s: a file, not a folder; give the project's folder (%s?)", f.dir, filepath.Dir(f.dir))
 	}
 	return nil
+}
+
+// plainFlagError says what a flag's bad value should have been, without
+// the parser's own words (`strconv.ParseInt: parsing "abc": invalid
+// syntax`).
+func plainFlagError(err error) error {
+	var num *strconv.NumError
+	if !errors.As(err, &num) {
+		return err
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, ": strconv."); i >= 0 {
+		msg = msg[:i]
+	}
+	what := "a whole number"
+	if num.Func == "ParseFloat" {
+		what = "a number"
+	}
+	if errors.Is(num.Err, strconv.ErrRange) {
+		what += " in range"
+	}
+	return fmt.Errorf("%s: want %s", msg, what)
 }
 
 // usageError marks an error as the caller's misuse: exit code 2.
@@ -238,7 +265,7 @@ IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 	}
 	cmd.SetVersionTemplate("ralph {{.Version}}\n")
 	cmd.PersistentFlags().StringVarP(&f.dir, "dir", "C", "", "run as if ralph was started in `DIR`")
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{plainFlagError(err)} })
 	cmd.AddCommand(
 		NewCmdInit(f),
 		NewCmdStatus(f),

@@ -50,9 +50,10 @@ empty. Afterwards, look at the files in DIR or run 'ralph -C DIR status'.`,
 			}
 			defer co.Close()
 			done := make(chan struct{})
+			d := newRunDisplay(f, asJSON)
 			go func() {
 				defer close(done)
-				newRunDisplay(f, asJSON).follow(co.Events(), cmd.Context().Done())
+				d.follow(co.Events(), cmd.Context().Done())
 			}()
 			out, err := co.Run(cmd.Context())
 			<-done
@@ -60,7 +61,7 @@ empty. Afterwards, look at the files in DIR or run 'ralph -C DIR status'.`,
 				return err
 			}
 			if !asJSON {
-				fmt.Fprintf(f.IO.Out, "%s: %s; %d iterations, %d tasks done\n", out.Reason, out.Detail, out.Iterations, out.TasksDone)
+				fmt.Fprint(f.IO.Out, runSummary(out, d.tally, openTasks(co.Project()), nil))
 				fmt.Fprintf(f.IO.ErrOut, "\nNow look at %s: RALPH_TASKS.md (tasks and the session), RALPH_PROGRESS.md,\nAGENT.md and RALPH_TODO.md, or run `ralph -C %s status`.\n", dir, dir)
 			}
 			if out.Reason == coordinator.StopInterrupted {

@@ -26,12 +26,8 @@ type oneShotOptions struct {
 // permission on the prompt "taks add foo") or an unquoted task.
 func addOneShot(f *Factory, root *cobra.Command) {
 	var o oneShotOptions
-	unknown := root.Args
 	root.Args = func(c *cobra.Command, args []string) error {
-		switch {
-		case len(args) == 1 && len(strings.Fields(args[0])) < 2:
-			return unknown(c, args)
-		case len(args) > 1:
+		if len(args) > 1 || (len(args) == 1 && len(strings.Fields(args[0])) < 2) {
 			return severalWords(c, args)
 		}
 		return nil
@@ -51,8 +47,8 @@ func addOneShot(f *Factory, root *cobra.Command) {
 	fl.StringVar(&o.PermissionMode, "permission-mode", "", "one-shot: "+permissionFlagUsage)
 }
 
-// severalWords refuses bare words that name no command: a usage error
-// that suggests the command meant, or quoting the task.
+// severalWords refuses bare words that name no command, one or more: a
+// usage error that suggests the command meant, or how to give a task.
 func severalWords(c *cobra.Command, args []string) error {
 	if c.SuggestionsMinimumDistance <= 0 {
 		c.SuggestionsMinimumDistance = 2
@@ -60,6 +56,9 @@ func severalWords(c *cobra.Command, args []string) error {
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
 	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 		return usageError{errors.New(msg + "; did you mean " + strings.Join(s, " or ") + "?")}
+	}
+	if len(args) == 1 {
+		return usageError{fmt.Errorf("%s (`ralph --help` lists the commands); to give an agent a task, say it in a few words, quoted, as in ralph \"fix the login test\"", msg)}
 	}
 	return usageError{fmt.Errorf("%s; to give an agent a task, quote it as one argument: ralph %q", msg, strings.Join(args, " "))}
 }

@@ -47,6 +47,12 @@ It takes every flag of 'ralph run'.`
 		if list {
 			return listSessions(f, r, asJSON)
 		}
+		if holder, held := coordinator.LockHolder(p.Root); held {
+			// The session runs: there is nothing to resume, and a new
+			// one would be refused too.
+			return &exitError{code: ExitLocked, msg: (&coordinator.ErrLocked{Holder: holder}).Error() +
+				"; its session goes on by itself (`ralph status` shows where it stands)"}
+		}
 		if s := r.Session; s == nil || (s.Status != mdstate.SessionInterrupted && s.Status != mdstate.SessionPaused) {
 			what := "no session recorded"
 			if s != nil {

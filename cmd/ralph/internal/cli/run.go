@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,7 +71,24 @@ func pickAgent(f *Factory, root string, asked agentconfig.Asked, cmdline string)
 	if cmdline != "" {
 		return nil, agentconfig.Choice{}, usagef("--agent-cmd goes with --agent exec")
 	}
+	if name != "" && !slices.Contains(agent.CLINames(), name) {
+		return nil, agentconfig.Choice{}, unknownAgentError(name, asked.Agent == "")
+	}
 	return chooseAgent(f, root, asked)
+}
+
+// unknownAgentError is a usage error for an agent name ralph does not
+// drive, given with --agent or, when fromEnv, in RALPH_AGENT.
+func unknownAgentError(name string, fromEnv bool) error {
+	where := "--agent"
+	if fromEnv {
+		where = "RALPH_AGENT"
+	}
+	msg := fmt.Sprintf("unknown agent %q in %s: use %s or exec", name, where, strings.Join(agent.CLINames(), ", "))
+	if s := agentconfig.NearestAgent(name); s != "" {
+		msg += "; did you mean " + s + "?"
+	}
+	return usagef("%s", msg)
 }
 
 // NewCmdRun builds `ralph run`.
@@ -240,21 +259,27 @@ func runTasks(f *Factory, cmd *cobra.Command, opts coordinator.Options, asJSON b
 	}
 	defer co.Close()
 	d := newRunDisplay(f, asJSON)
-	d.header(newRunHeader(opts))
+	h := newRunHeader(opts)
+	h.Plan = runPlan(opts)
+	d.header(h)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		d.follow(co.Events(), cmd.Context().Done())
 	}()
+	// What git saw changed before the run, read while the run starts.
+	before := make(chan []string, 1)
+	if !asJSON {
+		go func() { before <- dirtyFiles(cmd.Context(), opts.Root) }()
+	}
 	out, err := co.Run(cmd.Context())
 	<-done // the display ends with the run's stopped event
 	if err != nil {
 		return err
 	}
-	s := out.Session
 	if !asJSON {
-		fmt.Fprintf(f.IO.Out, "%s: %s; %d iterations, %d tasks done, %d tokens in, %d out, $%.4f\n",
-			out.Reason, out.Detail, s.Iteration, out.TasksDone, s.TokensIn, s.TokensOut, s.CostUSD)
+		files := newlyChanged(<-before, dirtyFiles(context.WithoutCancel(cmd.Context()), opts.Root))
+		fmt.Fprint(f.IO.Out, runSummary(out, d.tally, openTasks(co.Project()), files))
 	}
 	return runExit(out)
 }
@@ -302,10 +327,15 @@ type runDisplay struct {
 	since  time.Time
 	// waitUntil is set while the run waits for a limit to reset.
 	waitUntil time.Time
+	tally     runTally // for the summary
+	// color colours the marks of the lines (a terminal, no NO_COLOR, not
+	// TERM=dumb).
+	color bool
 }
 
 func newRunDisplay(f *Factory, asJSON bool) *runDisplay {
 	d := &runDisplay{f: f, tty: f.IO.ErrTTY && !asJSON}
+	d.color = d.tty && !f.Env.NoColor && f.Env.Term != "dumb"
 	if asJSON {
 		d.json = json.NewEncoder(f.IO.Out)
 		d.json.SetEscapeHTML(false)
@@ -389,11 +419,12 @@ func (d *runDisplay) draw() {
 }
 
 func (d *runDisplay) show(ev coordinator.Event) {
+	d.tally.count(ev)
 	if d.json != nil {
 		_ = d.json.Encode(ev)
 		return
 	}
-	w := d.f.IO.ErrOut
+	w := &strings.Builder{} // the event's lines, coloured as a whole
 	d.clear()
 	switch ev.Kind {
 	case coordinator.EventResumed:
@@ -426,6 +457,11 @@ func (d *runDisplay) show(ev coordinator.Event) {
 		d.task = ""
 		fmt.Fprint(w, chat.IterationLine(ev))
 	}
+	out := w.String()
+	if d.color {
+		out = chat.Colorize(out)
+	}
+	fmt.Fprint(d.f.IO.ErrOut, out)
 	d.draw()
 }
 
@@ -464,6 +500,15 @@ type runHeader struct {
 	MaxCost         float64          `json:"max_cost_usd,omitempty"`
 	MaxTokens       int64            `json:"max_tokens,omitempty"`
 	MaxTime         string           `json:"max_time,omitempty"`
+	// Plan is where a run starts (not given for a one-shot).
+	Plan *RunPlan `json:"plan,omitempty"`
+}
+
+// RunPlan is where a run starts: the tasks that can start now, and the
+// session it continues (null: a new one).
+type RunPlan struct {
+	TasksReady int     `json:"tasks_ready"`
+	Continues  *string `json:"continues_session"`
 }
 
 // runStartedEvent is the header's event name in --json output.
@@ -485,6 +530,28 @@ func newRunHeader(o coordinator.Options) runHeader {
 		h.MaxTime = o.MaxTime.String()
 	}
 	return h
+}
+
+// runPlan is what the run starts from: the tasks ready now, and the
+// session it continues (nil when it starts a new one).
+func runPlan(o coordinator.Options) *RunPlan {
+	p := o.Project
+	if p == nil {
+		p = mdstate.Open(o.Root)
+	}
+	tasks, err := p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		return nil
+	}
+	plan := &RunPlan{TasksReady: len(tasks.Ready())}
+	if o.TaskID != "" {
+		plan.TasksReady = 1
+	}
+	if s, _ := tasks.Session(); s != nil && s.Status != mdstate.SessionEnded && !o.NewSession {
+		id := s.ID
+		plan.Continues = &id
+	}
+	return plan
 }
 
 // String is the header's line on stderr.
@@ -513,7 +580,25 @@ func (h runHeader) String() string {
 	if len(limits) > 0 {
 		b.WriteString(" · " + strings.Join(limits, " "))
 	}
+	if h.Plan != nil {
+		b.WriteString(" · " + h.Plan.String())
+	}
 	return b.String()
+}
+
+// String is the plan in the header's words.
+func (p RunPlan) String() string {
+	ready := fmt.Sprintf("%d tasks ready", p.TasksReady)
+	switch p.TasksReady {
+	case 0:
+		ready = "no task ready"
+	case 1:
+		ready = "1 task ready"
+	}
+	if p.Continues != nil {
+		return ready + " · continues session " + *p.Continues
+	}
+	return ready + " · a new session"
 }
 
 // header shows how the run starts its agents, before anything else.

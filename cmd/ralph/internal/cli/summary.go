@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/gitctx"
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// A run ends with a summary a person reads: what happened in plain words,
+// what this run did (the tasks done by ID and title, the files it
+// changed, what it spent), what is left, and the session's totals as its
+// block in RALPH_TASKS.md has them.
+
+// runTally is what a run's display saw of it, for the summary.
+type runTally struct {
+	iterations     int
+	done           []string // "T1 Write hello", in order
+	tokensIn       int64
+	tokensOut      int64
+	costUSD        float64
+	usageUnknown   bool // an iteration's agent did not report its usage
+	costUnknown    bool
+	someUsageKnown bool
+}
+
+// count adds an event to the tally.
+func (t *runTally) count(ev coordinator.Event) {
+	switch ev.Kind {
+	case coordinator.EventTaskStarted:
+		t.iterations++
+	case coordinator.EventIterationDone:
+		if ev.Outcome == coordinator.OutcomeDone {
+			t.done = append(t.done, ev.Task+" "+ev.Title)
+		}
+		t.tokensIn += ev.TokensIn
+		t.tokensOut += ev.TokensOut
+		t.costUSD += ev.CostUSD
+		t.usageUnknown = t.usageUnknown || ev.UsageUnknown
+		t.costUnknown = t.costUnknown || ev.CostUnknown
+		t.someUsageKnown = t.someUsageKnown || !ev.UsageUnknown
+	}
+}
+
+// headlines are the first words of the summary, by how the run ended.
+var headlines = map[coordinator.StopReason]string{
+	coordinator.StopAllDone:     "Done",
+	coordinator.StopNoneReady:   "Stopped",
+	coordinator.StopLimit:       "Stopped at a limit",
+	coordinator.StopInterrupted: "Interrupted",
+	coordinator.StopPaused:      "Paused",
+	coordinator.StopFailed:      "Failed",
+	coordinator.StopLowDisk:     "Paused for disk space",
+}
+
+// runSummary is the summary's text.
+func runSummary(out coordinator.Outcome, t runTally, left []string, files []string) string {
+	var b strings.Builder
+	head := headlines[out.Reason]
+	if head == "" {
+		head = string(out.Reason)
+	}
+	fmt.Fprintf(&b, "%s: %s.\n", head, strings.TrimSuffix(out.Detail, "."))
+	if t.iterations > 0 {
+		fmt.Fprintf(&b, "This run: %s, %s", countOf(t.iterations, "iteration"), countOf(len(t.done), "task")+" done")
+		if len(t.done) > 0 {
+			b.WriteString(" (" + strings.Join(t.done, "; ") + ")") // titles may hold commas
+		}
+		b.WriteString(", " + spent(t) + ".\n")
+	}
+	if len(files) > 0 {
+		fmt.Fprintf(&b, "Files changed: %s.\n", listSome(files, 10, ", "))
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(&b, "Left: %s.\n", listSome(left, 10, "; "))
+	}
+	if s := out.Session; s.ID != "" {
+		fmt.Fprintf(&b, "Session %s: %s, %s done", s.ID, countOf(s.Iteration, "iteration"), countOf(s.Done, "task"))
+		if s.Commits > 0 {
+			b.WriteString(", " + countOf(s.Commits, "commit"))
+		}
+		fmt.Fprintf(&b, ", %d tokens in, %d out, $%.4f.\n", s.TokensIn, s.TokensOut, s.CostUSD)
+	}
+	return b.String()
+}
+
+// spent is a run's tokens and cost, "unknown" where the agent's CLI did
+// not report them.
+func spent(t runTally) string {
+	tokens := fmt.Sprintf("%d tokens in, %d out", t.tokensIn, t.tokensOut)
+	switch {
+	case t.usageUnknown && !t.someUsageKnown:
+		tokens = "tokens unknown"
+	case t.usageUnknown:
+		tokens += " (some unknown)"
+	}
+	if t.costUnknown && t.costUSD == 0 {
+		return tokens + ", cost unknown"
+	}
+	return tokens + fmt.Sprintf(", $%.4f", t.costUSD)
+}
+
+// listSome joins items with sep, the first max of them, saying how many
+// more.
+func listSome(items []string, max int, sep string) string {
+	if len(items) <= max {
+		return strings.Join(items, sep)
+	}
+	return strings.Join(items[:max], sep) + fmt.Sprintf("%sand %d more", sep, len(items)-max)
+}
+
+// countOf is "1 task", "2 tasks".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// openTasks are the tasks not done or skipped, by ID and title.
+func openTasks(p *mdstate.Project) []string {
+	tasks, err := p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		return nil
+	}
+	var left []string
+	for _, it := range tasks.Items {
+		if it.Status != mdstate.Done && it.Status != mdstate.Skipped {
+			left = append(left, it.ID+" "+it.Title)
+		}
+	}
+	return left
+}
+
+// dirtyFiles are the files git sees changed in root, state files and
+// ralph's runtime folder left out; nil outside a repository.
+func dirtyFiles(ctx context.Context, root string) []string {
+	st, err := gitctx.CLIStatus(ctx, proc.Runner{}, root, 0)
+	if err != nil || !st.Available {
+		return nil
+	}
+	var files []string
+	for _, l := range [][]string{st.Modified, st.Added, st.Deleted, st.Untracked} {
+		for _, f := range l {
+			if !slices.Contains(mdstate.Files, f) && !strings.HasPrefix(f, mdstate.RuntimeDir+"/") {
+				files = append(files, f)
+			}
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// newlyChanged are the files in after that were not in before.
+func newlyChanged(before, after []string) []string {
+	var out []string
+	for _, f := range after {
+		if !slices.Contains(before, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
