@@ -82,7 +82,11 @@ func iterationEntry(now time.Time, task *mdstate.Item, iteration int, agentLabel
 	}
 	// No commit field: with --commit the entry is in the task's commit,
 	// which cannot name itself (commit.go).
-	e.Fields = appendReport(e.Fields, a.Report)
+	if a.Answered {
+		// An agent stopped before its answer left no summary: the last
+		// thing it printed ("thinking…") is not one.
+		e.Fields = appendReport(e.Fields, a.Report)
+	}
 	if len(guidance) > 0 {
 		e.Fields = append(e.Fields, mdstate.Field{Key: "guidance", List: guidance})
 	}

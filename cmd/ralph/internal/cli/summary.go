@@ -84,7 +84,11 @@ func runSummary(out coordinator.Outcome, t runTally, left []string, files []stri
 		if s.Commits > 0 {
 			b.WriteString(", " + countOf(s.Commits, "commit"))
 		}
-		fmt.Fprintf(&b, ", %d tokens in, %d out, $%.4f.\n", s.TokensIn, s.TokensOut, s.CostUSD)
+		if s.TokensIn+s.TokensOut == 0 && t.usageUnknown {
+			b.WriteString(", tokens and cost unknown.\n") // its agent reports none
+		} else {
+			fmt.Fprintf(&b, ", %d tokens in, %d out, $%.4f.\n", s.TokensIn, s.TokensOut, s.CostUSD)
+		}
 	}
 	return b.String()
 }
