@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/mdstate"
 	"github.com/ralph-dev/ralph/projectdetect"
 )
@@ -38,8 +39,9 @@ type Options struct {
 	// Git locates the user's git configuration, for the welcome's report.
 	Git projectdetect.GitConfig
 	// PickAgent finds the agent named name (/agent NAME [MODEL]) with
-	// the person's settings, and the model to use ("" for its default).
-	PickAgent func(name, model string) (coordinator.Agent, string, error)
+	// the person's settings, the model to use ("" for its default) and
+	// its permission mode.
+	PickAgent func(name, model string) (coordinator.Agent, string, agent.Permission, error)
 }
 
 // LeaveReason is why a session ended.
@@ -76,6 +78,9 @@ type Summary struct {
 	CostUSD    float64
 	Queued     []string // messages still queued for the agents
 	Decisions  []string // the decisions the agents reported in conversation turns
+	// UsageKnown and CostKnown are set when an agent reported its usage
+	// or cost: without either, the 0s above are not figures.
+	UsageKnown, CostKnown bool
 }
 
 // session is one chat. Every field is the loop's own: no other goroutine
@@ -123,6 +128,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	s.term = term
 	defer term.close()
+	// A session a dead ralph left is recovered first: the welcome and
+	// the conversation read the state after the crash.
+	recovered, err := s.co.Recover()
+	if err != nil {
+		term.print(fmt.Sprintf("  ! could not recover the interrupted session: %v\n", err))
+	}
+	if recovered != "" {
+		term.print("↻ " + recovered + "\n")
+	}
 	term.print(s.welcome(ctx))
 	s.updatePrompt()
 	s.loop(ctx)
@@ -270,7 +284,7 @@ func (s *session) handleSignal(sig os.Signal) {
 // way stop, and nothing waiting starts.
 func (s *session) stopAll() {
 	if n := len(s.waiting); n > 0 {
-		s.say(fmt.Sprintf("(dropped %d message(s) waiting for the agent)\n", n))
+		s.say("(dropped " + plural(n, "message") + " waiting for the agent)\n")
 	}
 	s.waiting, s.resumeAfter, s.urgentTurn = nil, false, ""
 	if s.running {
@@ -423,7 +437,8 @@ func savedSession(p *mdstate.Project) mdstate.Session {
 func (m Summary) record(left LeaveReason) coordinator.ChatSummary {
 	return coordinator.ChatSummary{Duration: m.Duration, Turns: m.Turns, Iterations: m.Iterations, Done: m.Done,
 		Commits: m.Commits, TokensIn: m.TokensIn, TokensOut: m.TokensOut, CostUSD: m.CostUSD,
-		Decisions: m.Decisions, Queued: m.Queued, Left: string(left)}
+		Decisions: m.Decisions, Queued: m.Queued, Left: string(left),
+		UsageUnknown: !m.UsageKnown && m.Turns+m.Iterations > 0, CostUnknown: !m.CostKnown && m.CostUSD == 0 && m.Turns+m.Iterations > 0}
 }
 
 // String is the summary's text.
@@ -438,7 +453,7 @@ func (m Summary) String() string {
 	if m.Commits > 0 {
 		fmt.Fprintf(&b, ", %s", plural(m.Commits, "commit"))
 	}
-	fmt.Fprintf(&b, ", %d tokens in, %d out, $%.4f\n", m.TokensIn, m.TokensOut, m.CostUSD)
+	b.WriteString(", " + m.spent() + "\n")
 	for _, d := range m.Decisions {
 		fmt.Fprintf(&b, "Decided: %s\n", d)
 	}
@@ -446,6 +461,18 @@ func (m Summary) String() string {
 		fmt.Fprintf(&b, "Still queued for the next agent: %s\n", quoteAll(m.Queued))
 	}
 	return b.String()
+}
+
+// spent is the session's tokens and cost, or that they are unknown.
+func (m Summary) spent() string {
+	if !m.UsageKnown && m.Turns+m.Iterations > 0 {
+		return "tokens and cost unknown"
+	}
+	text := fmt.Sprintf("%d tokens in, %d out", m.TokensIn, m.TokensOut)
+	if !m.CostKnown && m.CostUSD == 0 && m.Turns+m.Iterations > 0 {
+		return text + ", cost unknown"
+	}
+	return text + fmt.Sprintf(", $%.4f", m.CostUSD)
 }
 
 // plural is "1 turn", "2 turns".

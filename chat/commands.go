@@ -39,7 +39,7 @@ func commands() []command {
 		{name: "log", args: "[TASK]", help: "the last progress entries, or a task's (ralph log)", cli: cliArgs("log")},
 		{name: "agents", help: "the agent CLIs installed, and the command ralph runs (ralph agents)", cli: cliArgs("agents")},
 		{name: "agent", args: "[NAME [MODEL]]", help: "the agent in use, or switch to another for what starts next", run: (*session).cmdAgent},
-		{name: "run", help: "work through the tasks in the background", run: (*session).cmdRun},
+		{name: "run", args: "[N]", help: "work through the tasks in the background (N: at most N iterations)", run: (*session).cmdRun},
 		{name: "pause", help: "pause after the current iteration", run: (*session).cmdPause},
 		{name: "resume", help: "take back a pause, or continue the session", run: (*session).cmdResume},
 		{name: "stop", help: "stop the work now: the agent stopped, its task back to pending (also Ctrl-C)", run: (*session).cmdStop},

@@ -12,7 +12,8 @@
 //     never written to from anywhere else (concurrent writes to
 //     chzyer/readline race).
 //   - Input comes from readline on a terminal (history in
-//     .ralph/chat_history, tab completion of slash commands and task IDs)
+//     .ralph/chat_history, tab completion of slash commands, task, goal
+//     and to-do IDs and agent names)
 //     or from a plain line reader otherwise; the plain reader prints no
 //     escape codes and no prompt. The reader hands one line over and waits
 //     until the loop has dealt with it, so a command's output comes before
@@ -24,23 +25,30 @@
 //     how to leave, and a second one in a row leaves. A SIGINT that
 //     arrives while the terminal is not in raw mode (between two lines)
 //     counts as the same key.
+//   - At an idle prompt a plain line is a conversation turn
+//     (Coordinator.Talk), run in the background so the loop keeps reading
+//     keys: lines typed meanwhile wait for it (piped input too), Ctrl-C or
+//     /stop stops it. The conversation resumes the agent's own session,
+//     kept in each turn's progress entry.
 //   - While work runs, a plain line is guidance for the next agent
-//     (Coordinator.Queue), a line starting with "!" is urgent guidance;
-//     the engine persists both in RALPH_TASKS.md.
+//     (Coordinator.Queue), persisted in RALPH_TASKS.md. A line starting
+//     with "!" pauses the work, is queued and answered as a turn, and the
+//     work then goes on with it in the next agent's prompt.
+//   - A session a dead ralph left is recovered before the welcome
+//     (Coordinator.Recover), so what the chat shows and its conversation
+//     reads is the state after the crash.
 //   - Slash commands that match a CLI command (/status, /tasks, /task …)
 //     run that very command in-process (Options.RunCommand), so they have
 //     its effect and print its output. A mistyped command gets a
 //     suggestion, never an agent call.
 //   - Leaving (/quit, Ctrl-D, SIGHUP, SIGTERM, the end of piped input)
-//     stops work hard, waits for the state to be saved and prints a
-//     session summary. At the end of piped input the session first waits
+//     stops work hard, waits for the state to be saved, prints a session
+//     summary and writes it to the progress log. At the end of piped
+//     input the session first waits
 //     for the run under way to end by itself, so a script's
 //     `printf '/run\n' | ralph chat` behaves like `ralph run`.
 //
 // Which events may be dropped is the engine's rule (coordinator's
 // delivery rules): streaming detail only. The loop never blocks the engine;
 // events wait in its queue while a command runs.
-//
-// Not built yet: conversation turns with the agent at an idle prompt. A
-// plain line there says so, and how to queue work instead.
 package chat

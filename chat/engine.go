@@ -114,7 +114,7 @@ func (s *session) cmdQueue(args []string) error {
 	}); err != nil {
 		return fmt.Errorf("drop from the queue: %w", err)
 	}
-	s.say(fmt.Sprintf("dropped %d queued message(s)\n", len(drop)))
+	s.say("dropped " + plural(len(drop), "queued message") + "\n")
 	return nil
 }
 
@@ -164,13 +164,13 @@ func (s *session) cmdAgent(args []string) error {
 	if len(args) == 2 {
 		model = args[1]
 	}
-	a, model, err := s.o.PickAgent(args[0], model)
+	a, model, perm, err := s.o.PickAgent(args[0], model)
 	if err != nil {
 		return err
 	}
-	if err := s.co.SetAgent(a, model); err != nil {
+	if err := s.co.SetAgent(a, model, perm); err != nil {
 		return err
 	}
-	s.say("agent: " + coordinator.AgentLabel(a.Name(), model) + " from now on\n")
+	s.say("agent: " + coordinator.AgentLabel(a.Name(), model) + ", permission mode " + string(perm.OrDefault()) + " from now on\n")
 	return nil
 }

@@ -29,6 +29,8 @@ func (s *session) count(ev coordinator.Event) {
 		s.sum.TokensIn += ev.TokensIn
 		s.sum.TokensOut += ev.TokensOut
 		s.sum.CostUSD += ev.CostUSD
+		s.sum.UsageKnown = s.sum.UsageKnown || !ev.UsageUnknown
+		s.sum.CostKnown = s.sum.CostKnown || !ev.CostUnknown
 		if ev.Outcome == coordinator.OutcomeDone {
 			s.sum.Done = append(s.sum.Done, ev.Task)
 		}
@@ -71,7 +73,7 @@ func eventLine(ev coordinator.Event) string {
 	case coordinator.EventIterationDone:
 		return IterationLine(ev)
 	case coordinator.EventStopped:
-		line := "■ stopped: " + ev.Reason
+		line := "■ " + Headline(ev.Stop)
 		if ev.Text != "" {
 			line += ": " + ev.Text
 		}
@@ -105,6 +107,27 @@ func StartLine(ev coordinator.Event) string {
 		line += fmt.Sprintf(" · task %d of %d", ev.Position, ev.Total)
 	}
 	return line + "\n"
+}
+
+// headlines say how a run ended, in a person's words.
+var headlines = map[coordinator.StopReason]string{
+	coordinator.StopAllDone:     "Done",
+	coordinator.StopNoneReady:   "Stopped",
+	coordinator.StopLimit:       "Stopped at a limit",
+	coordinator.StopInterrupted: "Interrupted",
+	coordinator.StopPaused:      "Paused",
+	coordinator.StopFailed:      "Failed",
+	coordinator.StopLowDisk:     "Paused for disk space",
+	coordinator.StopError:       "Stopped by an error",
+}
+
+// Headline is how a run that ended for r is announced, in chat and in
+// `ralph run`'s summary: "Done", "Stopped at a limit"…
+func Headline(r coordinator.StopReason) string {
+	if h, ok := headlines[r]; ok {
+		return h
+	}
+	return string(r)
 }
 
 // RetryLine is how a retry reads, in chat and in `ralph run`'s display:

@@ -118,6 +118,10 @@ func (s *session) answered(end turnEnd) {
 	s.sum.TokensIn += end.turn.TokensIn
 	s.sum.TokensOut += end.turn.TokensOut
 	s.sum.CostUSD += end.turn.CostUSD
+	if end.err == nil {
+		s.sum.UsageKnown = s.sum.UsageKnown || !end.turn.UsageUnknown
+		s.sum.CostKnown = s.sum.CostKnown || end.turn.CostUSD > 0
+	}
 	s.sum.Decisions = append(s.sum.Decisions, end.turn.Decisions...)
 	s.afterTurn()
 }

@@ -38,7 +38,7 @@ func (s *session) welcome(ctx context.Context) string {
 		b.WriteString("\n")
 	}
 	if q := s.co.Snapshot().Guidance; len(q) > 0 {
-		fmt.Fprintf(&b, "  queued     %d message(s) for the next agent: %s\n", len(q), quoteAll(q))
+		fmt.Fprintf(&b, "  queued     %s for the next agent: %s\n", plural(len(q), "message"), quoteAll(q))
 	}
 	b.WriteString("Type /help for the commands, /run to start work.\n")
 	return b.String()

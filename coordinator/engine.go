@@ -379,9 +379,9 @@ func (c *Coordinator) Close() {
 	c.lock.Release()
 }
 
-// SetAgent changes the agent (and model) of the turns and runs that
-// start after it; it refuses while one is under way.
-func (c *Coordinator) SetAgent(a Agent, model string) error {
+// SetAgent changes the agent, model and permission mode of the turns and
+// runs that start after it; it refuses while one is under way.
+func (c *Coordinator) SetAgent(a Agent, model string, perm agent.Permission) error {
 	c.ctl.Lock()
 	defer c.ctl.Unlock()
 	switch {
@@ -392,7 +392,7 @@ func (c *Coordinator) SetAgent(a Agent, model string) error {
 	case c.talking:
 		return ErrTalking
 	}
-	c.opts.Agent, c.opts.Model = a, model
+	c.opts.Agent, c.opts.Model, c.opts.Permission = a, model, perm
 	c.snap.Agent, c.snap.Model = a.Name(), model
 	return nil
 }

@@ -90,7 +90,7 @@ func (c *Coordinator) open() (*Outcome, error) {
 		// Nothing to do: no session opens, and this run's counts are
 		// none (not the last session's).
 		if stop.Reason == StopAllDone {
-			stop.Detail = "nothing to do: " + stop.Detail
+			stop.Detail = "nothing to do, " + stop.Detail
 		}
 		return stop, nil
 	}

@@ -394,7 +394,7 @@ func TestRunTaskID(t *testing.T) {
 	}{
 		// --task runs the task it names, whatever it waits for.
 		{"T2", StopAllDone, "ran T2", 1},
-		{"T3", StopAllDone, "nothing to do: T3 is already done", 0},
+		{"T3", StopAllDone, "nothing to do, T3 is already done", 0},
 		{"T9", StopNoneReady, "no task T9 in RALPH_TASKS.md", 0},
 	}
 	for _, tc := range cases {

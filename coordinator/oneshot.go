@@ -89,7 +89,9 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 	out.SessionID, out.TokensIn, out.TokensOut, out.CostUSD = a.Result.SessionID, a.Result.Usage.In, a.Result.Usage.Out, a.Result.CostUSD
 	out.UsageUnknown, out.CostUnknown = !usageKnown(a.Result), !costKnown(a.Result)
 	out.Model = runModel(o.Model, a.Result) // the CLI's word for it, when it says
-	out.Summary = a.Report.Summary
+	if a.Answered {
+		out.Summary = a.Report.Summary // not what a stopped agent printed last
+	}
 	out.Status, out.Reason = oneShotStatus(a)
 	after := dirtyPaths(ctx, o.Root)
 	for _, f := range after {

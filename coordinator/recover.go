@@ -261,3 +261,51 @@ func (c *Coordinator) finishEnded(old *mdstate.Session) error {
 	c.session.Result = nil
 	return c.saveSession(nil)
 }
+
+// Recover cleans up after a session whose ralph died (a SIGKILLed chat or
+// run), without starting a run: the agent it left is stopped, its task
+// goes back to pending with a note, a lost entry is written, and the
+// session is saved paused, for the next run to continue. A front end that
+// holds the project without running (ralph chat) calls it when it starts,
+// so that what it shows and what its conversation reads is the state
+// after the crash, not before. It reports what it recovered ("" when the
+// recorded session was not interrupted), and refuses while a run or a
+// conversation turn is under way.
+func (c *Coordinator) Recover() (string, error) {
+	if err := c.beginTalk(); err != nil { // one user of the session at a time
+		return "", err
+	}
+	defer c.endTalk()
+	if err := c.p.CheckConflicts(); err != nil {
+		return "", err
+	}
+	if err := c.p.Recover(); err != nil {
+		return "", err
+	}
+	c.tellRescued()
+	sweepOneShots(c.opts.Root, func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) })
+	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		return "", err
+	}
+	old, _ := tasks.Session()
+	if old == nil || (old.Status != mdstate.SessionRunning && old.Status != mdstate.SessionInterrupted) {
+		return "", nil
+	}
+	if old.Phase == mdstate.PhaseEnding {
+		return fmt.Sprintf("session %s had ended; its end is recorded", old.ID), c.finishEnded(old)
+	}
+	c.session = c.continued(old)
+	if err := c.recoverInterrupted(old, tasks); err != nil {
+		return "", err
+	}
+	c.session.Status, c.session.Phase, c.session.Reason = mdstate.SessionPaused, "", string(StopInterrupted)
+	if err := c.saveSession(nil); err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("recovered session %s, interrupted at iteration %d", old.ID, old.Iteration)
+	if old.Task != "" {
+		what += ": " + old.Task + " is back to pending"
+	}
+	return what + "; /run continues it", nil
+}

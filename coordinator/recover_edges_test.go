@@ -151,7 +151,7 @@ func TestSkippedEarlierIsNotThisRunsFailure(t *testing.T) {
 
 	co = newCoordinator(t, Options{Root: dir, Agent: fa})
 	out, _ = runAll(t, t.Context(), co)
-	if out.Reason != StopAllDone || out.Detail != "nothing to do: "+want || out.Iterations != 0 || out.Session.Iteration != 0 || fa.calls() != 1 {
+	if out.Reason != StopAllDone || out.Detail != "nothing to do, "+want || out.Iterations != 0 || out.Session.Iteration != 0 || fa.calls() != 1 {
 		t.Fatalf("a run with nothing to do: %+v after %d calls", out, fa.calls())
 	}
 }

@@ -130,7 +130,7 @@ func (c *Coordinator) runTurn(ctx context.Context, text, prev string, log *mdsta
 	before := dirtyPaths(ctx, c.opts.Root)
 	started := c.opts.Now()
 	a, err := c.askAgent(ctx, text, prev, log)
-	if err == nil && prev != "" && !a.Answered && a.Outcome == OutcomeFailed && ctx.Err() == nil {
+	if err == nil && prev != "" && lostSession(a) && ctx.Err() == nil {
 		// The CLI no longer has the session (its files were removed, or
 		// the agent was changed): a new conversation, with the replay.
 		c.emit(Event{Kind: EventNotice, Text: "the agent could not resume the conversation (" + a.Note + "); starting a new one"})
@@ -148,6 +148,21 @@ func (c *Coordinator) runTurn(ctx context.Context, text, prev string, log *mdsta
 		}
 	}
 	return t, a, nil
+}
+
+// lostSession reports whether a resumed turn's agent failed as a CLI does
+// that cannot find the session to resume: it ended without an answer on
+// its own (crashed, or exited 0 with none). An API error or a rate limit
+// is not that: the conversation is kept for the next turn.
+func lostSession(a attempt) bool {
+	if a.Answered || a.Outcome != OutcomeFailed {
+		return false
+	}
+	switch a.Result.ErrorKind {
+	case agent.KindCrashed, agent.KindBadOutput:
+		return true
+	}
+	return false
 }
 
 // turnDoneEvent is the event that ends a turn.
@@ -366,6 +381,9 @@ type ChatSummary struct {
 	Decisions  []string
 	Queued     []string // messages still queued for the agents
 	Left       string   // how the person left: quit, eof, interrupt, signal
+	// UsageUnknown and CostUnknown: no agent of the session reported
+	// them, so the entry says "unknown", not 0.
+	UsageUnknown, CostUnknown bool
 }
 
 // RecordChat appends a chat session's summary to the progress log.
@@ -376,9 +394,9 @@ func (c *Coordinator) RecordChat(s ChatSummary) error {
 		{Key: "turns", Value: fmt.Sprint(s.Turns)},
 		{Key: "iterations", Value: fmt.Sprint(s.Iterations)},
 		{Key: "done", Value: orNone(strings.Join(s.Done, ", "))},
-		usageField(s.TokensIn, s.TokensOut),
-		costField(s.CostUSD),
 	}}
+	e.Fields = append(e.Fields, spentFields(agent.Result{Usage: agent.Usage{In: s.TokensIn, Out: s.TokensOut}, CostUSD: s.CostUSD,
+		UsageKnown: !s.UsageUnknown, CostKnown: !s.CostUnknown})...)
 	if s.Commits > 0 {
 		e.Fields = append(e.Fields, mdstate.Field{Key: "commits", Value: fmt.Sprint(s.Commits)})
 	}

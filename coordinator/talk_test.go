@@ -5,6 +5,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -208,4 +209,44 @@ func TestStartForLimitsOneRun(t *testing.T) {
 	if err != nil || out.Reason != StopAllDone || out.TasksDone != 2 {
 		t.Fatalf("then Run: %+v, %v", out, err)
 	}
+}
+
+// A resumed turn that fails on an API error keeps the conversation (no
+// second run, the next turn resumes the same session); one whose CLI
+// cannot find the session starts a new one.
+func TestTalkKeepsConversationOnAPIError(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	var resumes []string
+	fa := &fakeAgent{}
+	fa.reply = func(n int) agent.Result {
+		switch n {
+		case 2:
+			return agent.Result{IsError: true, ErrorKind: agent.KindAPIError, APIStatus: 500, ErrorText: "overloaded", SessionID: "s-1"}
+		case 3:
+			return agent.Result{IsError: true, ErrorKind: agent.KindCrashed, ErrorText: "No conversation found with session ID: s-1"}
+		}
+		return agent.Result{Final: "Sure.", SessionID: fmt.Sprintf("s-%d", n)}
+	}
+	co := newCoordinator(t, Options{Root: dir, Agent: &resumeRecorder{fakeAgent: fa, resumes: &resumes}})
+	for _, text := range []string{"one", "two", "three"} {
+		if _, err := co.Talk(t.Context(), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Turn 1: new. Turn 2 resumes s-1 and fails on the API: no retry.
+	// Turn 3 resumes s-1 again, the CLI lost it: a new one (4th run).
+	if want := []string{"", "s-1", "s-1", ""}; !slices.Equal(resumes, want) {
+		t.Errorf("resumed %q, want %q", resumes, want)
+	}
+}
+
+// resumeRecorder is fakeAgent keeping each run's Request.Resume.
+type resumeRecorder struct {
+	*fakeAgent
+	resumes *[]string
+}
+
+func (r *resumeRecorder) Run(ctx context.Context, req agent.Request, onEvent func(agent.Event)) (agent.Result, error) {
+	*r.resumes = append(*r.resumes, req.Resume)
+	return r.fakeAgent.Run(ctx, req, onEvent)
 }

@@ -334,7 +334,7 @@ func BenchmarkChatIdleCPU(b *testing.B) {
 			c.expect(`ralph \(idle\) › `)
 			if afterWork {
 				c.send("/run\r")
-				c.expect(`■ stopped: all_done`)
+				c.expect(`■ Done: every task is done`)
 				c.expect(`ralph \(idle\) › `)
 			}
 			time.Sleep(2 * time.Second) // past the watcher's debounce and the first ticks

@@ -187,25 +187,34 @@ func (c *chatTerm) waitFile(name string) {
 
 const chatTasks = "# Tasks\n\n- [ ] T1: First\n- [ ] T2: Second\n- [ ] T3: Third\n"
 
-// A chat that finds a session a dead ralph left running says it was
-// interrupted and what becomes of it; /run recovers and continues it;
-// /quit prints the summary.
+// A chat that finds a session a dead ralph left running recovers it
+// before its welcome (the task back to pending, the session paused, a
+// recovered entry) and says so; /run continues it; /quit prints the
+// summary.
 func TestChatWelcomeAfterInterrupt(t *testing.T) {
 	dir := chatProject(t, "# Tasks\n\n- [x] T1: First\n- [/] T2: Second\n\n## Session\n\n- id: 20261120-093000\n- status: running\n"+
 		"- phase: agent\n- iteration: 3\n- task: T2\n- started: 2026-11-20T09:30:00Z\n")
 	c := startChat(t, dir)
+	// Recovered before the welcome: the agent a dead ralph left is stopped,
+	// T2 is back to pending, the session paused for /run.
+	c.expect(`↻ recovered session 20261120-093000, interrupted at iteration 3: T2 is back to pending; /run continues it`)
 	c.expect(`ralph chat · .*\n`)
-	c.expect(`tasks      2: 0 pending, 1 in progress, 1 done, 0 blocked, 0 skipped`)
-	c.expect(`session    20261120-093000 was interrupted at iteration 3 while T2 was in progress`)
-	c.expect(`/run recovers it: what its agent left running is stopped, T2 goes back to pending with a note`)
+	c.expect(`tasks      2: 1 pending, 0 in progress, 1 done, 0 blocked, 0 skipped`)
+	c.expect(`session    20261120-093000 paused at iteration 3; /run continues it`)
 	c.expect(`ralph \(idle\) › `)
+	if tasks := c.read("RALPH_TASKS.md"); !strings.Contains(tasks, "- [ ] T2: Second\n") || !strings.Contains(tasks, "- status: paused\n") {
+		t.Errorf("not recovered at start:\n%s", tasks)
+	}
+	if p := c.read("RALPH_PROGRESS.md"); !strings.Contains(p, "session 20261120-093000 recovered") {
+		t.Errorf("no recovered entry:\n%s", p)
+	}
 	c.send("/run\r")
-	c.expect(`↻ resuming session 20261120-093000 \(interrupted at iteration 3, task T2, phase agent\)`)
+	c.expect(`↻ resuming session 20261120-093000 \(paused at iteration 3, task T2\)`)
 	c.expect(`✓ T2: done`)
-	c.expect(`■ stopped: all_done`)
+	c.expect(`■ Done: every task is done`)
 	c.expect(`ralph \(idle\) › `)
 	c.send("/quit\r")
-	c.expect(`Session: \d+s, 0 turns, 1 iteration, 1 task done \(T2\), 0 tokens in, 0 out, \$0\.0000`)
+	c.expect(`Session: \d+s, 0 turns, 1 iteration, 1 task done \(T2\), tokens and cost unknown`)
 	if code := c.wait(); code != 0 {
 		t.Fatalf("exit %d after /quit", code)
 	}
@@ -271,7 +280,7 @@ func TestChatGuidanceReachesNextAgentOnce(t *testing.T) {
 	c.expect(`ralph \(working on T1, iteration 1, 1 queued\) › `)
 	c.touch("go-T1")
 	c.expect(`✉ T2's agent received: "use tabs, not spaces"`)
-	c.expect(`■ stopped: all_done`)
+	c.expect(`■ Done: every task is done`)
 	for task, want := range map[string]int{"T1": 0, "T2": 1, "T3": 0} {
 		if got := strings.Count(c.read("prompt-"+task), "use tabs, not spaces"); got != want {
 			t.Errorf("%s's prompt has the message %d times, want %d", task, got, want)
@@ -333,6 +342,9 @@ func TestChatHangup(t *testing.T) {
 	if tasks := c.read("RALPH_TASKS.md"); !strings.Contains(tasks, "- [ ] T1: First\n") || !strings.Contains(tasks, "- status: paused\n") {
 		t.Errorf("T1 not back to pending, or the session not paused:\n%s", tasks)
 	}
+	if p := c.read("RALPH_PROGRESS.md"); !strings.Contains(p, "— chat session ended\n") || !strings.Contains(p, "- left: signal\n") {
+		t.Errorf("the summary is not in the progress log:\n%s", p)
+	}
 }
 
 // Plain `ralph` on a terminal is the chat (with the agent found on PATH:
@@ -378,7 +390,7 @@ func TestChatUrgentMessage(t *testing.T) {
 		t.Errorf("the turn's prompt lacks the message:\n%s", c.read("turns"))
 	}
 	c.touch("go-T1")
-	c.expect(`■ stopped: all_done`)
+	c.expect(`■ Done: every task is done`)
 	c.send("/quit\r")
 	c.expect(`Session: \d+s, 1 turn, 4 iterations, 3 tasks done \(T1, T2, T3\)`)
 	if code := c.wait(); code != 0 {
@@ -441,7 +453,7 @@ func TestChatCtrlCStopsAnswer(t *testing.T) {
 	agent := c.pidIn("pid-turn")
 	began := time.Now()
 	c.send("\x03")
-	c.expect(`dropped 1 message\(s\) waiting for the agent`)
+	c.expect(`dropped 1 message waiting for the agent`)
 	c.expect(`■ interrupted: stopped by the person`)
 	c.expect(`ralph \(idle\) › `)
 	t.Logf("Ctrl-C to the idle prompt during an answer: %s", time.Since(began))
@@ -482,11 +494,15 @@ func TestChatKilledThenRecovered(t *testing.T) {
 	}
 	c.touch("go-T1")
 	c2 := startChat(t, dir)
-	c2.expect(`session    \d+-\d+ was interrupted at iteration 1 while T1 was in progress`)
+	c2.expect(`↻ recovered session \d+-\d+, interrupted at iteration 1: T1 is back to pending; /run continues it`)
+	c2.expect(`session    \d+-\d+ paused at iteration 1`)
 	c2.expect(`ralph \(idle\) › `)
+	if tasks := c2.read("RALPH_TASKS.md"); !strings.Contains(tasks, "- [ ] T1: First\n") {
+		t.Errorf("T1 not back to pending at the chat's start:\n%s", tasks)
+	}
 	c2.send("/run\r")
-	c2.expect(`↻ resuming session \d+-\d+ \(interrupted at iteration 1, task T1`)
-	c2.expect(`■ stopped: all_done`)
+	c2.expect(`↻ resuming session \d+-\d+ \(paused at iteration 1, task T1`)
+	c2.expect(`■ Done: every task is done`)
 	c2.send("/quit\r")
 	c2.expect(`Session: \d+s, 0 turns, 3 iterations, 3 tasks done \(T1, T2, T3\)`)
 	if code := c2.wait(); code != 0 {

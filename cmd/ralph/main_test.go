@@ -47,11 +47,9 @@ func TestMain(m *testing.M) {
 // read nor written. The testscripts have their own environment already;
 // the Go tests that start the binary pass theirs on.
 func isolateUserFolders() {
-	dir, err := os.MkdirTemp("", "ralph-test-user-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ralph tests:", err)
-		os.Exit(1)
-	}
+	// One folder for every run of the tests (its registry is locked and
+	// tolerant), so that runs leave nothing new behind.
+	dir := filepath.Join(os.TempDir(), "ralph-test-user")
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 }

@@ -53,6 +53,9 @@ func ParsePermission(s string) (Permission, error) {
 	return "", fmt.Errorf("unknown permission mode %q: use %s", s, strings.Join(names, ", "))
 }
 
+// OrDefault is p, or the default mode when p is unset.
+func (p Permission) OrDefault() Permission { return p.orDefault() }
+
 // orDefault is p, or the default mode when p is unset.
 func (p Permission) orDefault() Permission {
 	if p == "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ralph-dev/ralph/chat"
 	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/coordinator/agentconfig"
 	"github.com/ralph-dev/ralph/mdstate"
 )
@@ -35,8 +36,9 @@ lock (like ralph run, so a second chat or run beside it is refused with exit
   /run [N]             work through the tasks in the background (N: at
                        most N iterations)
   /pause /resume /stop pause after this iteration, take it back, stop now
-  /status /tasks /task /goals /todo /learn /context /history /log /agents
-                       the CLI commands of the same names, in the session
+  /status /tasks /task /goals /goal /todo /learn /context /history /log
+  /agents              the CLI commands of the same names, in the session
+  /agent [NAME [MODEL]] the agent in use, or switch for what starts next
   /queue               the messages queued for the agents
   /help /quit
 
@@ -71,7 +73,7 @@ with that run's code (ralph run's exit codes).`,
 				return err
 			}
 			opts.Command = "ralph chat"
-			return chatSession(f, cmd.Context(), opts)
+			return chatSession(f, cmd.Context(), opts, o.permission)
 		},
 	}
 	o.addFlags(cmd.Flags())
@@ -81,7 +83,7 @@ with that run's code (ralph run's exit codes).`,
 
 // chatSession holds the project's lock for a chat and maps how it ended
 // to an exit code.
-func chatSession(f *Factory, ctx context.Context, opts coordinator.Options) error {
+func chatSession(f *Factory, ctx context.Context, opts coordinator.Options, askedPerm agent.Permission) error {
 	// The session handles Ctrl-C itself: main's handler cancels the root
 	// context on the first signal, which must not end the chat.
 	sigs := make(chan os.Signal, 4)
@@ -100,9 +102,11 @@ func chatSession(f *Factory, ctx context.Context, opts coordinator.Options) erro
 			return Main(ctx, append([]string{"-C", opts.Root}, args...), IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}, f.Env)
 		},
 		Signals: sigs, Git: f.Env.Git,
-		PickAgent: func(name, model string) (coordinator.Agent, string, error) {
-			a, set, err := pickAgent(f, opts.Root, agentconfig.Asked{Agent: name, EnvAgent: f.Env.Agent, Model: model}, "")
-			return a, set.Model.Value, err
+		// /agent: the new agent's settings apply, its permission mode
+		// too, under the chat's own --permission-mode if one was given.
+		PickAgent: func(name, model string) (coordinator.Agent, string, agent.Permission, error) {
+			a, set, err := pickAgent(f, opts.Root, agentconfig.Asked{Agent: name, EnvAgent: f.Env.Agent, Model: model, Permission: askedPerm}, "")
+			return a, set.Model.Value, set.Permission.Value, err
 		},
 	})
 	if err != nil {

@@ -139,11 +139,14 @@ func (f *Factory) checkDir() error {
 // the parser's own words (`strconv.ParseInt: parsing "abc": invalid
 // syntax`).
 func plainFlagError(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, ": time: "); i >= 0 {
+		return fmt.Errorf("%s: want a duration such as 30s, 5m or 1h", msg[:i])
+	}
 	var num *strconv.NumError
 	if !errors.As(err, &num) {
 		return err
 	}
-	msg := err.Error()
 	if i := strings.Index(msg, ": strconv."); i >= 0 {
 		msg = msg[:i]
 	}

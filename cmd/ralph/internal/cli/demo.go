@@ -61,7 +61,8 @@ empty. Afterwards, look at the files in DIR or run 'ralph -C DIR status'.`,
 				return err
 			}
 			if !asJSON {
-				fmt.Fprint(f.IO.Out, runSummary(out, d.tally, openTasks(co.Project()), nil))
+				left, skipped := openTasks(co.Project())
+				fmt.Fprint(f.IO.Out, runSummary(out, d.tally, left, skipped, nil))
 				fmt.Fprintf(f.IO.ErrOut, "\nNow look at %s: RALPH_TASKS.md (tasks and the session), RALPH_PROGRESS.md,\nAGENT.md and RALPH_TODO.md, or run `ralph -C %s status`.\n", dir, dir)
 			}
 			if out.Reason == coordinator.StopInterrupted {

@@ -39,7 +39,7 @@ func addOneShot(f *Factory, root *cobra.Command) {
 		return runOneShot(f, c, o, args[0])
 	}
 	fl := root.Flags()
-	fl.StringVar(&o.Agent, "agent", "", "one-shot: the agent CLI `NAME` (claude or exec)")
+	fl.StringVar(&o.Agent, "agent", "", "one-shot: the agent CLI `NAME`: claude, codex, opencode, gemini or exec (ralph agents lists them)")
 	fl.StringVar(&o.AgentCmd, "agent-cmd", "", "one-shot with --agent exec: the `COMMAND` to run")
 	fl.StringVar(&o.Model, "model", "", "one-shot: the `MODEL` the agent uses")
 	fl.BoolVar(&o.JSON, "json", false, "one-shot: print the result as JSON")

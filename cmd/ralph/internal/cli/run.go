@@ -138,7 +138,10 @@ agents --help' shows how). --agent exec --agent-cmd "PROGRAM ARGS"
 runs any program: the prompt on its stdin, its last output as its final
 message.
 
-Exit codes: 0 every task done; 1 failure or no task ready; 2 usage;
+Exit codes: 0 every task it could run is done, none failed in this run
+(tasks given up on in an earlier session are named, not failures), or
+nothing to do; 1 a task failed in this run, or tasks are left and none is
+ready; 2 usage;
 3 stopped by a limit or low disk space; 4 another coordinator runs here;
 130 interrupted (Ctrl-C); 129 stopped by SIGHUP; 143 stopped by SIGTERM.`,
 		Example: `  ralph run
@@ -279,7 +282,8 @@ func runTasks(f *Factory, cmd *cobra.Command, opts coordinator.Options, asJSON b
 	}
 	if !asJSON {
 		files := newlyChanged(<-before, dirtyFiles(context.WithoutCancel(cmd.Context()), opts.Root))
-		fmt.Fprint(f.IO.Out, runSummary(out, d.tally, openTasks(co.Project()), files))
+		left, skipped := openTasks(co.Project())
+		fmt.Fprint(f.IO.Out, runSummary(out, d.tally, left, skipped, files))
 	}
 	return runExit(out)
 }
@@ -334,7 +338,8 @@ type runDisplay struct {
 }
 
 func newRunDisplay(f *Factory, asJSON bool) *runDisplay {
-	d := &runDisplay{f: f, tty: f.IO.ErrTTY && !asJSON}
+	// A dumb terminal gets plain lines: no redrawn status line, no colour.
+	d := &runDisplay{f: f, tty: f.IO.ErrTTY && !asJSON && f.Env.Term != "dumb"}
 	d.color = d.tty && !f.Env.NoColor && f.Env.Term != "dumb"
 	if asJSON {
 		d.json = json.NewEncoder(f.IO.Out)

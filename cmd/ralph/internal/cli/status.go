@@ -23,9 +23,12 @@ type StatusJSON struct {
 	Learnings int                         `json:"learnings"`
 	Progress  ProgressJSON                `json:"progress"`
 	Session   *SessionJSON                `json:"session"`
-	Warnings  []mdstate.Warning           `json:"warnings"`
-	Project   *ProjectJSON                `json:"project"`
-	Git       *GitJSON                    `json:"git"`
+	// Queued are the messages waiting for the next agent (RALPH_TASKS.md's
+	// Guidance list).
+	Queued   []mdstate.Guidance `json:"queued"`
+	Warnings []mdstate.Warning  `json:"warnings"`
+	Project  *ProjectJSON       `json:"project"`
+	Git      *GitJSON           `json:"git"`
 }
 
 // OpenDone counts goals or to-dos by ItemStatus.
@@ -118,7 +121,11 @@ func statusJSON(st *mdstate.State) StatusJSON {
 	}
 	out.Goals = openDone(st.Goals)
 	out.Todos = openDone(st.Todos)
+	out.Queued = []mdstate.Guidance{}
 	if st.Tasks != nil {
+		if q := st.Tasks.Guidance(); q != nil {
+			out.Queued = q
+		}
 		c := st.Tasks.Counts()
 		out.Tasks = TaskCounts{Total: len(st.Tasks.Items), Pending: c[mdstate.Pending], InProgress: c[mdstate.InProgress],
 			Done: c[mdstate.Done], Blocked: c[mdstate.Blocked], Skipped: c[mdstate.Skipped]}
@@ -212,6 +219,13 @@ func printStatus(f *Factory, r *coordinator.Report, s StatusJSON) {
 			fmt.Fprintf(w, " · `ralph run` continues it")
 		}
 		fmt.Fprintln(w)
+	}
+	if q := s.Queued; len(q) > 0 {
+		texts := make([]string, len(q))
+		for i, g := range q {
+			texts[i] = fmt.Sprintf("%q", g.Text)
+		}
+		fmt.Fprintf(w, "  queued     %s for the next agent: %s\n", countOf(len(q), "message"), strings.Join(texts, ", "))
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(w, "  missing    %s (`ralph init` creates them)\n", strings.Join(missing, ", "))

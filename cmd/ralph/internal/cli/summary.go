@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ralph-dev/ralph/chat"
 	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/gitctx"
@@ -47,25 +48,10 @@ func (t *runTally) count(ev coordinator.Event) {
 	}
 }
 
-// headlines are the first words of the summary, by how the run ended.
-var headlines = map[coordinator.StopReason]string{
-	coordinator.StopAllDone:     "Done",
-	coordinator.StopNoneReady:   "Stopped",
-	coordinator.StopLimit:       "Stopped at a limit",
-	coordinator.StopInterrupted: "Interrupted",
-	coordinator.StopPaused:      "Paused",
-	coordinator.StopFailed:      "Failed",
-	coordinator.StopLowDisk:     "Paused for disk space",
-}
-
 // runSummary is the summary's text.
-func runSummary(out coordinator.Outcome, t runTally, left []string, files []string) string {
+func runSummary(out coordinator.Outcome, t runTally, left, skipped, files []string) string {
 	var b strings.Builder
-	head := headlines[out.Reason]
-	if head == "" {
-		head = string(out.Reason)
-	}
-	fmt.Fprintf(&b, "%s: %s.\n", head, strings.TrimSuffix(out.Detail, "."))
+	fmt.Fprintf(&b, "%s: %s.\n", chat.Headline(out.Reason), strings.TrimSuffix(out.Detail, "."))
 	if t.iterations > 0 {
 		fmt.Fprintf(&b, "This run: %s, %s", countOf(t.iterations, "iteration"), countOf(len(t.done), "task")+" done")
 		if len(t.done) > 0 {
@@ -79,14 +65,20 @@ func runSummary(out coordinator.Outcome, t runTally, left []string, files []stri
 	if len(left) > 0 {
 		fmt.Fprintf(&b, "Left: %s.\n", listSome(left, 10, "; "))
 	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(&b, "Skipped: %s (`ralph task reopen ID` tries one again).\n", listSome(skipped, 10, "; "))
+	}
 	if s := out.Session; s.ID != "" {
 		fmt.Fprintf(&b, "Session %s: %s, %s done", s.ID, countOf(s.Iteration, "iteration"), countOf(s.Done, "task"))
 		if s.Commits > 0 {
 			b.WriteString(", " + countOf(s.Commits, "commit"))
 		}
-		if s.TokensIn+s.TokensOut == 0 && t.usageUnknown {
+		switch {
+		case s.TokensIn+s.TokensOut == 0 && t.usageUnknown:
 			b.WriteString(", tokens and cost unknown.\n") // its agent reports none
-		} else {
+		case s.CostUSD == 0 && t.costUnknown:
+			fmt.Fprintf(&b, ", %d tokens in, %d out, cost unknown.\n", s.TokensIn, s.TokensOut)
+		default:
 			fmt.Fprintf(&b, ", %d tokens in, %d out, $%.4f.\n", s.TokensIn, s.TokensOut, s.CostUSD)
 		}
 	}
@@ -126,19 +118,23 @@ func countOf(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// openTasks are the tasks not done or skipped, by ID and title.
-func openTasks(p *mdstate.Project) []string {
+// openTasks are the tasks not done or skipped, and those skipped, by ID
+// and title.
+func openTasks(p *mdstate.Project) (left, skipped []string) {
 	tasks, err := p.LoadChecklist(mdstate.TasksKind)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	var left []string
 	for _, it := range tasks.Items {
-		if it.Status != mdstate.Done && it.Status != mdstate.Skipped {
+		switch it.Status {
+		case mdstate.Done:
+		case mdstate.Skipped:
+			skipped = append(skipped, it.ID+" "+it.Title)
+		default:
 			left = append(left, it.ID+" "+it.Title)
 		}
 	}
-	return left
+	return left, skipped
 }
 
 // dirtyFiles are the files git sees changed in root, state files and
