@@ -105,7 +105,7 @@ func (c *Coordinator) begin(task *mdstate.Item) error {
 			return errNotReady
 		}
 		was = cur.Status
-		open = openTasks(e.Checklist())
+		open = runnableTasks(e.Checklist())
 		return e.SetStatus(task.ID, mdstate.InProgress)
 	})
 	if err != nil {
@@ -116,6 +116,9 @@ func (c *Coordinator) begin(task *mdstate.Item) error {
 	c.pace.retry, c.pace.again = "", false
 	c.own.marked(task.ID, was, mdstate.InProgress)
 	doneInRun := s.Done - c.doneAtStart
+	if c.opts.TaskID != "" {
+		doneInRun, open = 0, 1 // a --task run has one task
+	}
 	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: task.ID, Title: task.Title,
 		Position: doneInRun + 1, Total: doneInRun + open})
 	return nil
@@ -126,6 +129,13 @@ func (c *Coordinator) begin(task *mdstate.Item) error {
 func openTasks(tasks *mdstate.Checklist) int {
 	counts := tasks.Counts()
 	return counts[mdstate.Pending] + counts[mdstate.InProgress] + counts[mdstate.Blocked]
+}
+
+// runnableTasks counts the tasks a run may still do: pending or in
+// progress (a blocked one waits for a person).
+func runnableTasks(tasks *mdstate.Checklist) int {
+	counts := tasks.Counts()
+	return counts[mdstate.Pending] + counts[mdstate.InProgress]
 }
 
 // errNotReady reports a picked task that a person changed before its

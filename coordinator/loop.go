@@ -330,7 +330,27 @@ func noneReady(tasks *mdstate.Checklist, skippedBefore []string) *Outcome {
 	if len(skipped) > 0 {
 		detail += "; gave up on " + strings.Join(skipped, ", ") + " after failed attempts (see their notes)"
 	}
+	if waits := waitingOnSkipped(tasks); len(waits) > 0 {
+		detail += "; " + strings.Join(waits, "; ") + " (`ralph task reopen ID` runs a skipped task again)"
+	}
 	return &Outcome{Reason: StopNoneReady, Detail: detail}
+}
+
+// waitingOnSkipped says which open tasks wait for a skipped one: they can
+// never start until a person reopens it or edits their `after:`.
+func waitingOnSkipped(tasks *mdstate.Checklist) []string {
+	var waits []string
+	for _, t := range tasks.Items {
+		if t.Status != mdstate.Pending {
+			continue
+		}
+		for _, dep := range t.After {
+			if d := tasks.Find(dep); d != nil && d.Status == mdstate.Skipped {
+				waits = append(waits, fmt.Sprintf("%s waits for %s, which is skipped", t.ID, d.ID))
+			}
+		}
+	}
+	return waits
 }
 
 // saveSession writes the session block, with fn's task changes in the same

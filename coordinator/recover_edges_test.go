@@ -348,3 +348,14 @@ func TestTaskRemovedDuringIteration(t *testing.T) {
 		t.Fatalf("session %+v, entries %+v", s, lg.Recent)
 	}
 }
+
+// A task that waits for a skipped one is named with it: the run says why
+// nothing can start.
+func TestNoneReadyNamesSkippedDependency(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n- [-] T1: Task number 1\n  - note: skipped after 3 failed attempts\n- [ ] T2: Task number 2\n  - after: T1\n"})
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopNoneReady || !strings.Contains(out.Detail, "T2 waits for T1, which is skipped") {
+		t.Fatalf("outcome %+v", out)
+	}
+}

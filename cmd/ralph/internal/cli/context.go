@@ -300,7 +300,7 @@ func printContext(f *Factory, r *coordinator.Report) {
 	if t.Next != nil {
 		fmt.Fprintf(w, "  next       %s: %s\n", *t.Next, r.State.Tasks.Find(*t.Next).Title)
 	}
-	fmt.Fprintf(w, "  goals      %d open, %d done · to-dos %d open · learnings %d · progress %d entries\n", s.Goals.Open, s.Goals.Done, s.Todos.Open, s.Learnings, s.Progress.Entries)
+	fmt.Fprintf(w, "  goals      %d open, %d done · to-dos %d open · learnings %d · progress %s\n", s.Goals.Open, s.Goals.Done, s.Todos.Open, s.Learnings, countOf(s.Progress.Entries, "entry"))
 	if ses := r.Session; ses != nil {
 		line := ses.Status
 		if r.Interrupted() {

@@ -270,10 +270,10 @@ func runTasks(f *Factory, cmd *cobra.Command, opts coordinator.Options, asJSON b
 		defer close(done)
 		d.follow(co.Events(), cmd.Context().Done())
 	}()
-	// What git saw changed before the run, read while the run starts.
-	before := make(chan []string, 1)
+	// What git saw before the run, read while the run starts.
+	before := make(chan worktree, 1)
 	if !asJSON {
-		go func() { before <- dirtyFiles(cmd.Context(), opts.Root) }()
+		go func() { before <- readWorktree(cmd.Context(), opts.Root) }()
 	}
 	out, err := co.Run(cmd.Context())
 	<-done // the display ends with the run's stopped event
@@ -281,7 +281,8 @@ func runTasks(f *Factory, cmd *cobra.Command, opts coordinator.Options, asJSON b
 		return err
 	}
 	if !asJSON {
-		files := newlyChanged(<-before, dirtyFiles(context.WithoutCancel(cmd.Context()), opts.Root))
+		ctx := context.WithoutCancel(cmd.Context())
+		files := changedSince(ctx, opts.Root, <-before, readWorktree(ctx, opts.Root))
 		left, skipped := openTasks(co.Project())
 		fmt.Fprint(f.IO.Out, runSummary(out, d.tally, left, skipped, files))
 	}

@@ -199,7 +199,7 @@ func printStatus(f *Factory, r *coordinator.Report, s StatusJSON) {
 	}
 	fmt.Fprintf(w, "  to-dos     %s\n", s.Todos)
 	fmt.Fprintf(w, "  learnings  %d\n", s.Learnings)
-	fmt.Fprintf(w, "  progress   %d entries", s.Progress.Entries)
+	fmt.Fprintf(w, "  progress   %s", countOf(s.Progress.Entries, "entry"))
 	if l := s.Progress.Last; l != nil {
 		fmt.Fprintf(w, "; last: %s", l.Title)
 		if l.Time != nil {

@@ -110,10 +110,13 @@ func listSome(items []string, max int, sep string) string {
 	return strings.Join(items[:max], sep) + fmt.Sprintf("%sand %d more", sep, len(items)-max)
 }
 
-// countOf is "1 task", "2 tasks".
+// countOf is "1 task", "2 tasks", "3 entries".
 func countOf(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
@@ -165,4 +168,41 @@ func newlyChanged(before, after []string) []string {
 		}
 	}
 	return out
+}
+
+// worktree is what git shows of a run's work at one moment: the changed
+// files (dirtyFiles) and the commit HEAD names ("" outside a repository
+// or before the first commit).
+type worktree struct {
+	dirty []string
+	head  string
+}
+
+// readWorktree reads root's worktree.
+func readWorktree(ctx context.Context, root string) worktree {
+	w := worktree{dirty: dirtyFiles(ctx, root)}
+	res, err := proc.Run(ctx, proc.Cmd{Name: "git", Args: []string{"rev-parse", "-q", "--verify", "HEAD"}, Dir: root})
+	if err == nil && res.ExitCode == 0 {
+		w.head = strings.TrimSpace(string(res.Stdout))
+	}
+	return w
+}
+
+// changedSince are the files the run changed between before and after:
+// those it left changed, and those in the commits it made (--commit),
+// state files and ralph's runtime folder left out.
+func changedSince(ctx context.Context, root string, before, after worktree) []string {
+	files := newlyChanged(before.dirty, after.dirty)
+	if before.head != "" && after.head != "" && before.head != after.head {
+		res, err := proc.Run(ctx, proc.Cmd{Name: "git", Args: []string{"diff", "--name-only", before.head, after.head}, Dir: root})
+		if err == nil && res.ExitCode == 0 {
+			for _, f := range strings.Fields(string(res.Stdout)) {
+				if !slices.Contains(files, f) && !slices.Contains(mdstate.Files, f) && !strings.HasPrefix(f, mdstate.RuntimeDir+"/") {
+					files = append(files, f)
+				}
+			}
+		}
+	}
+	slices.Sort(files)
+	return files
 }
