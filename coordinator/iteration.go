@@ -345,6 +345,9 @@ func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision) er
 	s.TokensIn += a.Result.Usage.In
 	s.TokensOut += a.Result.Usage.Out
 	s.CostUSD += a.Result.CostUSD
+	// "unknown" while no agent of the session has reported a figure.
+	s.UsageUnknown = !usageKnown(a.Result) && s.TokensIn+s.TokensOut == 0
+	s.CostUnknown = !costKnown(a.Result) && s.CostUSD == 0
 	s.Phase = mdstate.PhaseWriting
 	done := s.Done
 	s.Result = &mdstate.IterationResult{Outcome: string(a.Outcome), TokensIn: a.Result.Usage.In, TokensOut: a.Result.Usage.Out,

@@ -43,15 +43,19 @@ type Session struct {
 	TokensIn      int64
 	TokensOut     int64
 	CostUSD       float64
-	Done          int // tasks the session completed
-	Commits       int // commits it made (--commit)
-	Baseline      string
-	Agent         string
-	Model         string
-	Started       time.Time
-	Updated       time.Time
-	PID           int // the coordinator's
-	Child         int // the child agent's process (and group) ID; 0 when none
+	// UsageUnknown and CostUnknown are set while the session's agents
+	// have reported no usage (or cost) at all: the block then says
+	// "unknown", not 0, which would read as free.
+	UsageUnknown, CostUnknown bool
+	Done                      int // tasks the session completed
+	Commits                   int // commits it made (--commit)
+	Baseline                  string
+	Agent                     string
+	Model                     string
+	Started                   time.Time
+	Updated                   time.Time
+	PID                       int // the coordinator's
+	Child                     int // the child agent's process (and group) ID; 0 when none
 	// ChildStart is the child's start time in clock ticks since boot, so
 	// that recovery kills that process and never another that reused its
 	// pid.
@@ -251,6 +255,10 @@ func (s *Session) apply(key, val string) error {
 	case "task":
 		s.Task = strings.ToUpper(val)
 	case "tokens":
+		if val == unknownFigure {
+			s.TokensIn, s.TokensOut, s.UsageUnknown = 0, 0, true
+			return nil
+		}
 		in, out, _ := strings.Cut(val, ",")
 		s.TokensIn, err = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(in), " in")), 10, 64)
 		if err == nil {
@@ -260,6 +268,10 @@ func (s *Session) apply(key, val string) error {
 			return fmt.Errorf("tokens %q is not like \"1200 in, 300 out\"", val)
 		}
 	case "cost":
+		if val == unknownFigure {
+			s.CostUSD, s.CostUnknown = 0, true
+			return nil
+		}
 		if s.CostUSD, err = strconv.ParseFloat(strings.TrimPrefix(val, "$"), 64); err != nil {
 			return fmt.Errorf("cost %q is not like \"$0.42\"", val)
 		}
@@ -333,6 +345,9 @@ var sessionKeys = map[string]bool{
 	"reason": true, "result": true,
 }
 
+// unknownFigure is a usage or cost no agent reported.
+const unknownFigure = "unknown"
+
 // Render returns the session section's list as ralph writes it, Extra
 // items last.
 func (s *Session) Render(eol string) []byte {
@@ -362,8 +377,16 @@ func (s *Session) fields() []Field {
 	}
 	kv("iteration", it)
 	kv("task", s.Task)
-	kv("tokens", fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut))
-	kv("cost", fmt.Sprintf("$%.4f", s.CostUSD))
+	if s.UsageUnknown && s.TokensIn+s.TokensOut == 0 {
+		kv("tokens", unknownFigure)
+	} else {
+		kv("tokens", fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut))
+	}
+	if s.CostUnknown && s.CostUSD == 0 {
+		kv("cost", unknownFigure)
+	} else {
+		kv("cost", fmt.Sprintf("$%.4f", s.CostUSD))
+	}
 	if s.Done > 0 {
 		kv("done", strconv.Itoa(s.Done))
 	}

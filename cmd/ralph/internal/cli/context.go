@@ -24,9 +24,9 @@ type SessionJSON struct {
 	Iteration     int        `json:"iteration"`
 	MaxIterations *int       `json:"max_iterations"`
 	Task          *string    `json:"task"`
-	TokensIn      int64      `json:"tokens_in"`
-	TokensOut     int64      `json:"tokens_out"`
-	CostUSD       float64    `json:"cost_usd"`
+	TokensIn      *int64     `json:"tokens_in"` // null while its agents reported none
+	TokensOut     *int64     `json:"tokens_out"`
+	CostUSD       *float64   `json:"cost_usd"`
 	Baseline      *string    `json:"baseline"`
 	Agent         *string    `json:"agent"`
 	Model         *string    `json:"model"`
@@ -40,8 +40,16 @@ func sessionJSON(s *mdstate.Session) *SessionJSON {
 		return nil
 	}
 	j := &SessionJSON{ID: s.ID, Status: string(s.Status), Reason: nullIfZero(s.Reason), Phase: nullIfZero(string(s.Phase)), Iteration: s.Iteration,
-		MaxIterations: nullIfZero(s.MaxIterations), TokensIn: s.TokensIn, TokensOut: s.TokensOut, CostUSD: s.CostUSD,
-		Baseline: nullIfZero(s.Baseline), Agent: nullIfZero(s.Agent), Model: nullIfZero(s.Model), PID: nullIfZero(s.PID)}
+		MaxIterations: nullIfZero(s.MaxIterations),
+		Baseline:      nullIfZero(s.Baseline), Agent: nullIfZero(s.Agent), Model: nullIfZero(s.Model), PID: nullIfZero(s.PID)}
+	if !(s.UsageUnknown && s.TokensIn+s.TokensOut == 0) {
+		in, out := s.TokensIn, s.TokensOut
+		j.TokensIn, j.TokensOut = &in, &out
+	}
+	if !(s.CostUnknown && s.CostUSD == 0) {
+		cost := s.CostUSD
+		j.CostUSD = &cost
+	}
 	if s.Task != "" {
 		t := s.Task
 		j.Task = &t
