@@ -476,12 +476,7 @@ func (m Summary) spent() string {
 }
 
 // plural is "1 turn", "2 turns".
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
+func plural(n int, word string) string { return coordinator.CountOf(n, word) }
 
 func quoteAll(texts []string) string {
 	q := make([]string, len(texts))

@@ -81,7 +81,7 @@ func (c *Coordinator) keepTaskCommit(ctx context.Context, task *mdstate.Item) (*
 		// have edited: a secret in it stays out of git's history.
 		Message:     c.opts.redactor().redact(mdstate.CleanText("ralph: " + task.ID + " " + task.Title)),
 		Since:       c.opts.Now(),
-		DirtyBefore: dirtyPaths(ctx, c.opts.Root),
+		DirtyBefore: DirtyPaths(ctx, c.opts.Root),
 	}
 	return pc, keepCommit(c.opts.Root, pc)
 }
@@ -327,7 +327,7 @@ func (c *Coordinator) makeCommit(ctx context.Context, pc *pendingCommit) (string
 		state[prefix+name] = true
 	}
 	var paths []string
-	for _, p := range dirtyPaths(ctx, c.opts.Root) {
+	for _, p := range DirtyPaths(ctx, c.opts.Root) {
 		// The session's last commit holds only the state files: no agent
 		// was at work since the last task's commit.
 		if state[p] || (!pc.isEnd() && !slices.Contains(pc.DirtyBefore, p)) {
@@ -349,9 +349,9 @@ func (c *Coordinator) counted(pc *pendingCommit) {
 	}
 }
 
-// dirtyPaths lists the work tree's changed and untracked paths, or nothing
-// without git.
-func dirtyPaths(ctx context.Context, root string) []string {
+// DirtyPaths lists the work tree's changed and untracked paths, or nothing
+// without git, sorted.
+func DirtyPaths(ctx context.Context, root string) []string {
 	st, err := gitctx.CLIStatus(ctx, proc.Runner{}, root, 0)
 	if err != nil || !st.Available {
 		return nil

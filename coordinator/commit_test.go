@@ -101,7 +101,7 @@ func TestKilledBeforeTaskCommit(t *testing.T) {
 			dir := commitProject(t, tasksMD(1))
 			now := time.Now().UTC().Truncate(time.Second)
 			write(t, dir, "notes.txt", "the person's work\n")
-			before := dirtyPaths(t.Context(), dir)
+			before := DirtyPaths(t.Context(), dir)
 			if !slices.Equal(before, []string{"notes.txt"}) {
 				t.Fatalf("dirty before the task: %v", before)
 			}
@@ -150,7 +150,7 @@ func TestKilledBeforeTaskCommit(t *testing.T) {
 			if n != 1 || s.Commits != 1 {
 				t.Errorf("%d entries of T1, %d commits counted; want 1 and 1", n, s.Commits)
 			}
-			if dirty := dirtyPaths(t.Context(), dir); !slices.Equal(dirty, []string{"notes.txt"}) {
+			if dirty := DirtyPaths(t.Context(), dir); !slices.Equal(dirty, []string{"notes.txt"}) {
 				t.Errorf("dirty after the run: %v, want only the person's notes.txt", dirty)
 			}
 			if readPendingCommit(dir) != nil {
@@ -240,7 +240,7 @@ func TestKilledBeforeEndCommit(t *testing.T) {
 			if tc.made {
 				want = []string{mdstate.GoalsFile} // the person's, after the commit
 			}
-			if dirty := dirtyPaths(t.Context(), dir); !slices.Equal(dirty, want) {
+			if dirty := DirtyPaths(t.Context(), dir); !slices.Equal(dirty, want) {
 				t.Errorf("dirty after the run: %v, want %v", dirty, want)
 			}
 			if readPendingCommit(dir) != nil {
@@ -287,7 +287,7 @@ func TestCommitFailureIsNoted(t *testing.T) {
 		t.Errorf("told %v, T1's notes %q, %d commits counted", told, t1.Notes, s.Commits)
 	}
 	// T1's work was dirty when T2 began: not T2's to commit.
-	if dirty := dirtyPaths(t.Context(), dir); !slices.Equal(dirty, []string{"out-1.txt"}) {
+	if dirty := DirtyPaths(t.Context(), dir); !slices.Equal(dirty, []string{"out-1.txt"}) {
 		t.Errorf("dirty after the run: %v, want T1's uncommitted work", dirty)
 	}
 }

@@ -248,13 +248,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 func (c *Coordinator) StartFor(ctx context.Context, iterations int) error {
 	c.ctl.Lock()
 	defer c.ctl.Unlock()
-	switch {
-	case c.closed:
-		return ErrClosed
-	case c.running:
-		return ErrRunning
-	case c.talking:
-		return ErrTalking
+	if err := c.busyErr(); err != nil {
+		return err
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -384,6 +379,17 @@ func (c *Coordinator) Close() {
 func (c *Coordinator) SetAgent(a Agent, model string, perm agent.Permission) error {
 	c.ctl.Lock()
 	defer c.ctl.Unlock()
+	if err := c.busyErr(); err != nil {
+		return err
+	}
+	c.opts.Agent, c.opts.Model, c.opts.Permission = a, model, perm
+	c.snap.Agent, c.snap.Model = a.Name(), model
+	return nil
+}
+
+// busyErr says why nothing new may start: the coordinator is closed, or
+// a run or a conversation turn is under way. The caller holds ctl.
+func (c *Coordinator) busyErr() error {
 	switch {
 	case c.closed:
 		return ErrClosed
@@ -392,8 +398,6 @@ func (c *Coordinator) SetAgent(a Agent, model string, perm agent.Permission) err
 	case c.talking:
 		return ErrTalking
 	}
-	c.opts.Agent, c.opts.Model, c.opts.Permission = a, model, perm
-	c.snap.Agent, c.snap.Model = a.Name(), model
 	return nil
 }
 

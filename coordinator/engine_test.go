@@ -493,7 +493,7 @@ func TestEngineStopKeepsCommit(t *testing.T) {
 		t.Fatalf("T1 %s, %d commits, %d entries", st, s.Commits, log.Entries)
 	}
 	// The commit holds T1's entry too (the only one: a pause writes none).
-	if dirty := dirtyPaths(t.Context(), dir); slices.Contains(dirty, "work.go") || slices.Contains(dirty, mdstate.ProgressFile) {
+	if dirty := DirtyPaths(t.Context(), dir); slices.Contains(dirty, "work.go") || slices.Contains(dirty, mdstate.ProgressFile) {
 		t.Errorf("work.go or T1's entry is still uncommitted: %v", dirty)
 	}
 }

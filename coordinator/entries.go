@@ -224,7 +224,7 @@ func summaryEntry(now time.Time, s *mdstate.Session, reason string, d time.Durat
 		mdstate.Field{Key: "iterations", Value: strconv.Itoa(s.Iteration)},
 		mdstate.Field{Key: "tasks", Value: strconv.Itoa(s.Done) + " done"})
 	fields = append(fields, spentFields(agent.Result{Usage: agent.Usage{In: s.TokensIn, Out: s.TokensOut}, CostUSD: s.CostUSD,
-		UsageKnown: !s.UsageUnknown, CostKnown: !s.CostUnknown})...)
+		UsageKnown: s.KnownUsage(), CostKnown: s.KnownCost()})...)
 	fields = append(fields, mdstate.Field{Key: "commits", Value: strconv.Itoa(s.Commits)})
 	if note != "" {
 		fields = append(fields, mdstate.Field{Key: "note", Value: note})

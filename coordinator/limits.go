@@ -219,7 +219,7 @@ func (c *Coordinator) backoff(ctx context.Context, task string) bool {
 	}
 	c.pace.wait = 0
 	c.emit(Event{Kind: EventRetry, Task: task, Delay: w, Attempt: c.pace.attempts,
-		Text: fmt.Sprintf("trying again in %s, after %s", w, countOf(c.pace.attempts, "failed attempt"))})
+		Text: fmt.Sprintf("trying again in %s, after %s", w, CountOf(c.pace.attempts, "failed attempt"))})
 	end := c.opts.Now().Add(w)
 	if c.waitFor(ctx, w) {
 		return true
@@ -267,7 +267,7 @@ func (c *Coordinator) afterIteration(ctx context.Context, done bool) {
 // sizes and times, or the top folder's listing without git. The state
 // files and .ralph/ are left out: ralph itself writes them every iteration.
 func treeFingerprint(ctx context.Context, root string) string {
-	paths := dirtyPaths(ctx, root)
+	paths := DirtyPaths(ctx, root)
 	if paths == nil {
 		entries, _ := os.ReadDir(root)
 		for _, e := range entries {
@@ -297,10 +297,15 @@ func (c *Coordinator) iterationLimit() int {
 	return c.opts.MaxIterations
 }
 
-// countOf is "1 failed attempt", "2 failed attempts".
-func countOf(n int, noun string) string {
-	if n == 1 {
+// CountOf is n and noun, in the plural when n is not 1: "1 failed
+// attempt", "2 failed attempts", "3 entries". The front ends say counts
+// with it.
+func CountOf(n int, noun string) string {
+	switch {
+	case n == 1:
 		return "1 " + noun
+	case strings.HasSuffix(noun, "y"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

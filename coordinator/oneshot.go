@@ -67,7 +67,7 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 	out := OneShotResult{Agent: o.Agent.Name(), Model: o.Model, FilesChanged: []string{}, Learnings: []string{}, Todos: []string{}}
 	tell := func(text string) { out.Notices = append(out.Notices, text) }
 	sweepOneShots(o.Root, tell)
-	before := dirtyPaths(ctx, o.Root)
+	before := DirtyPaths(ctx, o.Root)
 
 	// Minimal context: goals, learnings, the project and git; no task list.
 	r, err := BuildReport(ctx, o.Root, ReportOptions{Commits: 3, Progress: 3, Git: o.Git})
@@ -93,7 +93,7 @@ func OneShot(ctx context.Context, o Options, task string) (OneShotResult, error)
 		out.Summary = a.Report.Summary // not what a stopped agent printed last
 	}
 	out.Status, out.Reason = oneShotStatus(a)
-	after := dirtyPaths(ctx, o.Root)
+	after := DirtyPaths(ctx, o.Root)
 	for _, f := range after {
 		if !slices.Contains(before, f) {
 			out.FilesChanged = append(out.FilesChanged, f)

@@ -105,13 +105,8 @@ func (c *Coordinator) Talk(ctx context.Context, text string) (t Turn, err error)
 func (c *Coordinator) beginTalk() error {
 	c.ctl.Lock()
 	defer c.ctl.Unlock()
-	switch {
-	case c.closed:
-		return ErrClosed
-	case c.running:
-		return ErrRunning
-	case c.talking:
-		return ErrTalking
+	if err := c.busyErr(); err != nil {
+		return err
 	}
 	c.talking = true
 	return nil
@@ -127,7 +122,7 @@ func (c *Coordinator) endTalk() {
 // prev when there is one; when the agent cannot resume it, it starts a new
 // one that replays the recent turns.
 func (c *Coordinator) runTurn(ctx context.Context, text, prev string, log *mdstate.Log) (Turn, attempt, error) {
-	before := dirtyPaths(ctx, c.opts.Root)
+	before := DirtyPaths(ctx, c.opts.Root)
 	started := c.opts.Now()
 	a, err := c.askAgent(ctx, text, prev, log)
 	if err == nil && prev != "" && lostSession(a) && ctx.Err() == nil {
@@ -142,7 +137,7 @@ func (c *Coordinator) runTurn(ctx context.Context, text, prev string, log *mdsta
 	}
 	t := turnOf(ctx, a, prev)
 	t.Took = c.opts.Now().Sub(started)
-	for _, f := range dirtyPaths(context.WithoutCancel(ctx), c.opts.Root) {
+	for _, f := range DirtyPaths(context.WithoutCancel(ctx), c.opts.Root) {
 		if !slices.Contains(before, f) {
 			t.Files = append(t.Files, f)
 		}

@@ -255,26 +255,9 @@ func (s *Session) apply(key, val string) error {
 	case "task":
 		s.Task = strings.ToUpper(val)
 	case "tokens":
-		if val == unknownFigure {
-			s.TokensIn, s.TokensOut, s.UsageUnknown = 0, 0, true
-			return nil
-		}
-		in, out, _ := strings.Cut(val, ",")
-		s.TokensIn, err = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(in), " in")), 10, 64)
-		if err == nil {
-			s.TokensOut, err = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(out), " out")), 10, 64)
-		}
-		if err != nil {
-			return fmt.Errorf("tokens %q is not like \"1200 in, 300 out\"", val)
-		}
+		return s.parseTokens(val)
 	case "cost":
-		if val == unknownFigure {
-			s.CostUSD, s.CostUnknown = 0, true
-			return nil
-		}
-		if s.CostUSD, err = strconv.ParseFloat(strings.TrimPrefix(val, "$"), 64); err != nil {
-			return fmt.Errorf("cost %q is not like \"$0.42\"", val)
-		}
+		return s.parseCost(val)
 	case "done", "commits":
 		n, nerr := strconv.Atoi(val)
 		if nerr != nil || n < 0 {
@@ -345,6 +328,44 @@ var sessionKeys = map[string]bool{
 	"reason": true, "result": true,
 }
 
+// parseTokens reads "1200 in, 300 out", or "unknown".
+func (s *Session) parseTokens(val string) error {
+	s.TokensIn, s.TokensOut, s.UsageUnknown = 0, 0, val == unknownFigure
+	if s.UsageUnknown {
+		return nil
+	}
+	in, out, _ := strings.Cut(val, ",")
+	var err error
+	s.TokensIn, err = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(in), " in")), 10, 64)
+	if err == nil {
+		s.TokensOut, err = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(out), " out")), 10, 64)
+	}
+	if err != nil {
+		return fmt.Errorf("tokens %q is not like \"1200 in, 300 out\"", val)
+	}
+	return nil
+}
+
+// parseCost reads "$0.42", or "unknown".
+func (s *Session) parseCost(val string) error {
+	s.CostUSD, s.CostUnknown = 0, val == unknownFigure
+	if s.CostUnknown {
+		return nil
+	}
+	var err error
+	if s.CostUSD, err = strconv.ParseFloat(strings.TrimPrefix(val, "$"), 64); err != nil {
+		return fmt.Errorf("cost %q is not like \"$0.42\"", val)
+	}
+	return nil
+}
+
+// KnownUsage reports whether the session's token totals are figures: not
+// while its agents have reported none.
+func (s *Session) KnownUsage() bool { return !s.UsageUnknown || s.TokensIn+s.TokensOut > 0 }
+
+// KnownCost reports whether the session's cost is a figure.
+func (s *Session) KnownCost() bool { return !s.CostUnknown || s.CostUSD > 0 }
+
 // unknownFigure is a usage or cost no agent reported.
 const unknownFigure = "unknown"
 
@@ -377,15 +398,15 @@ func (s *Session) fields() []Field {
 	}
 	kv("iteration", it)
 	kv("task", s.Task)
-	if s.UsageUnknown && s.TokensIn+s.TokensOut == 0 {
-		kv("tokens", unknownFigure)
-	} else {
+	if s.KnownUsage() {
 		kv("tokens", fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut))
-	}
-	if s.CostUnknown && s.CostUSD == 0 {
-		kv("cost", unknownFigure)
 	} else {
+		kv("tokens", unknownFigure)
+	}
+	if s.KnownCost() {
 		kv("cost", fmt.Sprintf("$%.4f", s.CostUSD))
+	} else {
+		kv("cost", unknownFigure)
 	}
 	if s.Done > 0 {
 		kv("done", strconv.Itoa(s.Done))

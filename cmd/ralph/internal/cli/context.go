@@ -42,11 +42,11 @@ func sessionJSON(s *mdstate.Session) *SessionJSON {
 	j := &SessionJSON{ID: s.ID, Status: string(s.Status), Reason: nullIfZero(s.Reason), Phase: nullIfZero(string(s.Phase)), Iteration: s.Iteration,
 		MaxIterations: nullIfZero(s.MaxIterations),
 		Baseline:      nullIfZero(s.Baseline), Agent: nullIfZero(s.Agent), Model: nullIfZero(s.Model), PID: nullIfZero(s.PID)}
-	if !(s.UsageUnknown && s.TokensIn+s.TokensOut == 0) {
+	if s.KnownUsage() {
 		in, out := s.TokensIn, s.TokensOut
 		j.TokensIn, j.TokensOut = &in, &out
 	}
-	if !(s.CostUnknown && s.CostUSD == 0) {
+	if s.KnownCost() {
 		cost := s.CostUSD
 		j.CostUSD = &cost
 	}
@@ -299,7 +299,7 @@ func printContext(f *Factory, r *coordinator.Report) {
 			fmt.Fprintf(w, "  last       %s %s (%s)\n", c.Hash[:min(7, len(c.Hash))], c.Subject, c.Time.Format("2006-01-02"))
 		}
 		if sb := g.SinceBaseline; sb != nil {
-			fmt.Fprintf(w, "  since      %s: %s, %s changed, +%d -%d\n", sb.Baseline[:min(7, len(sb.Baseline))], plural(len(sb.Commits), "commit"), plural(sb.Stat.Files, "file"), sb.Stat.Insertions, sb.Stat.Deletions)
+			fmt.Fprintf(w, "  since      %s: %s, %s changed, +%d -%d\n", sb.Baseline[:min(7, len(sb.Baseline))], countOf(len(sb.Commits), "commit"), countOf(sb.Stat.Files, "file"), sb.Stat.Insertions, sb.Stat.Deletions)
 		}
 	}
 	s := statusJSON(r.State)

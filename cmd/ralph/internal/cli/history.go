@@ -162,7 +162,7 @@ func checklistChanges(kind mdstate.Kind, changes []mdstate.ItemChange) []string 
 	}
 	var parts []string
 	if len(added) > 0 {
-		parts = append(parts, fmt.Sprintf("%s added (%s)", plural(len(added), kind.Noun), strings.Join(added, ", ")))
+		parts = append(parts, fmt.Sprintf("%s added (%s)", countOf(len(added), kind.Noun), strings.Join(added, ", ")))
 	}
 	words := map[mdstate.Status]string{mdstate.Done: "done", mdstate.InProgress: "started", mdstate.Blocked: "blocked", mdstate.Skipped: "skipped", mdstate.Pending: "reopened"}
 	if kind == mdstate.TasksKind {
@@ -174,7 +174,7 @@ func checklistChanges(kind mdstate.Kind, changes []mdstate.ItemChange) []string 
 		}
 	}
 	if len(removed) > 0 {
-		parts = append(parts, fmt.Sprintf("%s removed (%s)", plural(len(removed), kind.Noun), strings.Join(removed, ", ")))
+		parts = append(parts, fmt.Sprintf("%s removed (%s)", countOf(len(removed), kind.Noun), strings.Join(removed, ", ")))
 	}
 	return parts
 }

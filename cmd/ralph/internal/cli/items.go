@@ -271,7 +271,7 @@ func newCmdTaskList(f *Factory) *cobra.Command {
 					extra = append(extra, "after "+strings.Join(it.After, ", "))
 				}
 				if it.Attempts > 0 {
-					extra = append(extra, plural(it.Attempts, "attempt"))
+					extra = append(extra, countOf(it.Attempts, "attempt"))
 				}
 				line := fmt.Sprintf("%-5s %-11s %s%s", it.ID, statusWord(it.Status), strings.Repeat("  ", it.Depth), it.Title)
 				if len(extra) > 0 {
@@ -285,13 +285,6 @@ func newCmdTaskList(f *Factory) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array for scripts")
 	cmd.Flags().StringVar(&status, "status", "", "only tasks with status `S` (pending, in_progress, done, blocked, skipped)")
 	return cmd
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
 }
 
 // newCmdItemAdd builds `ralph goal add` and `ralph todo add`.
@@ -450,7 +443,7 @@ AGENT.md first.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.Out, "learned (%s in AGENT.md): %s\n", plural(len(a.Learnings), "learning"), strings.TrimSpace(text))
+			fmt.Fprintf(f.IO.Out, "learned (%s in AGENT.md): %s\n", countOf(len(a.Learnings), "learning"), strings.TrimSpace(text))
 			return nil
 		},
 	}

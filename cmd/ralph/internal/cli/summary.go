@@ -9,7 +9,6 @@ import (
 	"github.com/ralph-dev/ralph/chat"
 	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/coordinator/proc"
-	"github.com/ralph-dev/ralph/gitctx"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -111,15 +110,7 @@ func listSome(items []string, max int, sep string) string {
 }
 
 // countOf is "1 task", "2 tasks", "3 entries".
-func countOf(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+func countOf(n int, noun string) string { return coordinator.CountOf(n, noun) }
 
 // openTasks are the tasks not done or skipped, and those skipped, by ID
 // and title.
@@ -143,20 +134,19 @@ func openTasks(p *mdstate.Project) (left, skipped []string) {
 // dirtyFiles are the files git sees changed in root, state files and
 // ralph's runtime folder left out; nil outside a repository.
 func dirtyFiles(ctx context.Context, root string) []string {
-	st, err := gitctx.CLIStatus(ctx, proc.Runner{}, root, 0)
-	if err != nil || !st.Available {
-		return nil
-	}
 	var files []string
-	for _, l := range [][]string{st.Modified, st.Added, st.Deleted, st.Untracked} {
-		for _, f := range l {
-			if !slices.Contains(mdstate.Files, f) && !strings.HasPrefix(f, mdstate.RuntimeDir+"/") {
-				files = append(files, f)
-			}
+	for _, f := range coordinator.DirtyPaths(ctx, root) {
+		if !ralphsOwn(f) {
+			files = append(files, f)
 		}
 	}
-	slices.Sort(files)
 	return files
+}
+
+// ralphsOwn reports whether path is a state file or in ralph's runtime
+// folder: what a run writes, not what its agents changed.
+func ralphsOwn(path string) bool {
+	return slices.Contains(mdstate.Files, path) || strings.HasPrefix(path, mdstate.RuntimeDir+"/")
 }
 
 // newlyChanged are the files in after that were not in before.
@@ -197,7 +187,7 @@ func changedSince(ctx context.Context, root string, before, after worktree) []st
 		res, err := proc.Run(ctx, proc.Cmd{Name: "git", Args: []string{"diff", "--name-only", before.head, after.head}, Dir: root})
 		if err == nil && res.ExitCode == 0 {
 			for _, f := range strings.Fields(string(res.Stdout)) {
-				if !slices.Contains(files, f) && !slices.Contains(mdstate.Files, f) && !strings.HasPrefix(f, mdstate.RuntimeDir+"/") {
+				if !slices.Contains(files, f) && !ralphsOwn(f) {
 					files = append(files, f)
 				}
 			}
