@@ -152,7 +152,10 @@ func (s *session) openTerminal() (terminal, error) {
 	if err := os.MkdirAll(filepath.Dir(history), 0o755); err != nil {
 		return nil, fmt.Errorf("create .ralph for the chat history: %w", err)
 	}
-	return newLineEditor(s.o.In, s.o.Out, history, completer{s.co.Project(), s.cmds})
+	// The first prompt is readline's from the start: set afterwards, it
+	// can miss the first draw and show only once a key is pressed.
+	s.prompt = promptText(s.mode(), s.o.Color)
+	return newLineEditor(s.o.In, s.o.Out, history, s.prompt, completer{s.co.Project(), s.cmds})
 }
 
 // loop is the one goroutine that reads input, shows events and prints,

@@ -120,13 +120,14 @@ type lineEditor struct {
 // newLineEditor opens readline on the terminal. It installs no signal
 // handler (CaptureExitSignal is never called): Ctrl-C in raw mode is
 // readline.ErrInterrupt, and the session's own handler takes SIGINT.
-func newLineEditor(stdin io.Reader, stdout io.Writer, history string, complete readline.AutoCompleter) (*lineEditor, error) {
+func newLineEditor(stdin io.Reader, stdout io.Writer, history, prompt string, complete readline.AutoCompleter) (*lineEditor, error) {
 	rc, ok := stdin.(io.ReadCloser)
 	if !ok {
 		rc = io.NopCloser(stdin)
 	}
 	stdinR := readline.NewCancelableStdin(rc)
 	rl, err := readline.NewEx(&readline.Config{
+		Prompt:                 prompt,
 		Stdin:                  stdinR,
 		Stdout:                 stdout,
 		Stderr:                 stdout,
