@@ -288,7 +288,13 @@ func madeAlready(ctx context.Context, root string, pc *pendingCommit) (madeCommi
 	if err != nil || len(head) == 0 || head[0].Subject != pc.Message || head[0].Time.Before(pc.Since.Truncate(time.Second)) {
 		return madeCommit{}, false
 	}
-	return madeCommit{repoRoot: repo.Root(), files: head[0].Files}, true
+	files := head[0].Files
+	if head[0].FilesMore { // Log lists gitctx.MaxFiles paths; the index needs all
+		if files, err = repo.Changed(ctx, "", head[0].Hash); err != nil {
+			return madeCommit{}, false
+		}
+	}
+	return madeCommit{repoRoot: repo.Root(), files: files}, true
 }
 
 // syncIndex sets git's index entries of m's paths to the commit's, which

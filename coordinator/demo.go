@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
@@ -43,7 +42,7 @@ var demoWork = map[string]struct{ file, content, final string }{
 		"Added test.sh, which checks the greeting.\n<promise>COMPLETE</promise>"},
 }
 
-var currentTaskRe = regexp.MustCompile(`(?m)^## Current task\n\n(T\d+):`)
+var currentTaskRe = lazyRegexp(`(?m)^## Current task\n\n(T\d+):`)
 
 // DemoAgent is the built-in scripted agent of `ralph demo`: for each task
 // of the sample project it streams a few lines, writes one file and
@@ -59,7 +58,7 @@ func (DemoAgent) Name() string { return DemoAgentName }
 // Run implements Agent.
 func (d DemoAgent) Run(ctx context.Context, req agent.Request, onEvent func(agent.Event)) (agent.Result, error) {
 	start := time.Now()
-	m := currentTaskRe.FindStringSubmatch(req.Prompt)
+	m := currentTaskRe().FindStringSubmatch(req.Prompt)
 	if m == nil {
 		return agent.Result{IsError: true, ErrorKind: agent.KindBadOutput, ErrorText: "the demo agent found no current task in its prompt"}, nil
 	}

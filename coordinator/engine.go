@@ -178,6 +178,8 @@ type Coordinator struct {
 	// scanned is the project scan, made once a session: what kind of
 	// project it is does not change from one task to the next.
 	scanned *projectdetect.Project
+	// history keeps the prompt's git facts while no ref changes.
+	history HistoryCache
 	pace    pacing
 	brk     breakerState
 	// delivered is the guidance the last iteration received and answered:

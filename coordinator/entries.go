@@ -3,7 +3,6 @@ package coordinator
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -223,8 +222,12 @@ func summaryEntry(now time.Time, s *mdstate.Session, reason string, d time.Durat
 	fields = append(fields,
 		mdstate.Field{Key: "iterations", Value: strconv.Itoa(s.Iteration)},
 		mdstate.Field{Key: "tasks", Value: strconv.Itoa(s.Done) + " done"})
-	fields = append(fields, spentFields(agent.Result{Usage: agent.Usage{In: s.TokensIn, Out: s.TokensOut}, CostUSD: s.CostUSD,
-		UsageKnown: s.KnownUsage(), CostKnown: s.KnownCost()})...)
+	spent := spentFields(agent.Result{Usage: agent.Usage{In: s.TokensIn, Out: s.TokensOut}, CostUSD: s.CostUSD,
+		UsageKnown: s.KnownUsage(), CostKnown: s.KnownCost()})
+	// Totals some iterations left out say so, as the session block does.
+	spent[0].Value = mdstate.MarkPartial(spent[0].Value, s.UsagePartial && s.KnownUsage())
+	spent[1].Value = mdstate.MarkPartial(spent[1].Value, s.CostPartial && s.KnownCost())
+	fields = append(fields, spent...)
 	fields = append(fields, mdstate.Field{Key: "commits", Value: strconv.Itoa(s.Commits)})
 	if note != "" {
 		fields = append(fields, mdstate.Field{Key: "note", Value: note})
@@ -239,7 +242,7 @@ type EndedSession struct {
 	Outcome    string // "ended (all_done)"
 	Iterations int
 	TasksDone  int
-	CostUSD    float64
+	Figures    Figures // its tokens and cost, as EntryFigures reads them
 	Entry      mdstate.Entry
 }
 
@@ -263,7 +266,7 @@ func readSummary(id string, e mdstate.Entry) EndedSession {
 	es := EndedSession{ID: id, Outcome: e.Get("outcome"), Entry: e}
 	es.Iterations, _ = strconv.Atoi(e.Get("iterations"))
 	es.TasksDone, _ = strconv.Atoi(strings.TrimSuffix(e.Get("tasks"), " done"))
-	es.CostUSD, _ = strconv.ParseFloat(strings.TrimPrefix(e.Get("cost"), "$"), 64)
+	es.Figures = EntryFigures(e)
 	return es
 }
 
@@ -271,12 +274,14 @@ func readSummary(id string, e mdstate.Entry) EndedSession {
 // fields ralph writes (an iteration's, a one-shot's, a turn's, a session
 // summary's): each is nil when the entry has no such field, when the
 // agent's CLI did not report it ("unknown"), or when a person's edit left
-// it unreadable.
+// it unreadable. UsagePartial and CostPartial mark a session summary's
+// totals that leave out iterations whose agents reported none.
 type Figures struct {
-	Iteration           *int
-	Duration            *time.Duration
-	TokensIn, TokensOut *int64
-	CostUSD             *float64
+	Iteration                 *int
+	Duration                  *time.Duration
+	TokensIn, TokensOut       *int64
+	CostUSD                   *float64
+	UsagePartial, CostPartial bool
 }
 
 // EntryFigures reads what the iteration field, durationField, usageField
@@ -290,12 +295,14 @@ func EntryFigures(e mdstate.Entry) Figures {
 		f.Duration = &d
 	}
 	var in, out int64
-	if n, _ := fmt.Sscanf(e.Get("tokens"), "%d in, %d out", &in, &out); n == 2 {
-		f.TokensIn, f.TokensOut = &in, &out
+	tokens, usagePartial := mdstate.CutPartial(e.Get("tokens"))
+	if n, _ := fmt.Sscanf(tokens, "%d in, %d out", &in, &out); n == 2 {
+		f.TokensIn, f.TokensOut, f.UsagePartial = &in, &out, usagePartial
 	}
-	if cost, ok := strings.CutPrefix(e.Get("cost"), "$"); ok {
+	cost, costPartial := mdstate.CutPartial(e.Get("cost"))
+	if cost, ok := strings.CutPrefix(cost, "$"); ok {
 		if usd, err := strconv.ParseFloat(cost, 64); err == nil && !math.IsNaN(usd) && !math.IsInf(usd, 0) {
-			f.CostUSD = &usd
+			f.CostUSD, f.CostPartial = &usd, costPartial
 		}
 	}
 	return f
@@ -326,7 +333,7 @@ const (
 )
 
 // skippedNote is the end of the note ralph leaves on a task it gives up
-// on; gaveUp finds it.
+// on; gaveUp finds it, and ClearGaveUp takes it off a reopened task.
 func skippedNote(why giveUp, attempts int) string {
 	if why == giveUpPolicy {
 		return "; skipped (--on-failure skip)"
@@ -334,7 +341,7 @@ func skippedNote(why giveUp, attempts int) string {
 	return fmt.Sprintf("; skipped after %d failed attempts", attempts)
 }
 
-var skippedAfterRe = regexp.MustCompile(`; skipped after [0-9]+ failed attempts$`)
+var skippedAfterRe = lazyRegexp(`; skipped after [0-9]+ failed attempts$`)
 
 // gaveUp lists the skipped tasks ralph gave up on, by the note it left
 // (skippedNote): they keep a run from reporting "all done", also after a
@@ -345,7 +352,7 @@ func gaveUp(tasks *mdstate.Checklist) []string {
 		if t.Status != mdstate.Skipped || len(t.Notes) == 0 {
 			continue
 		}
-		if last := t.Notes[len(t.Notes)-1]; strings.HasSuffix(last, skippedNote(giveUpPolicy, 0)) || skippedAfterRe.MatchString(last) {
+		if last := t.Notes[len(t.Notes)-1]; strings.HasSuffix(last, skippedNote(giveUpPolicy, 0)) || skippedAfterRe().MatchString(last) {
 			ids = append(ids, t.ID)
 		}
 	}

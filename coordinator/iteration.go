@@ -266,16 +266,16 @@ type decision struct {
 	status   mdstate.Status
 	attempts int
 	note     string // for the progress entry and the event
-	// failed is set for a failed attempt: the task's note is then this
-	// failure, counted with the same reason's (failnote.go), not note.
-	failed *failNote
+	// counted is set for a failed attempt or a block: the task's note is
+	// then this one, counted with the same reason's (failnote.go), not note.
+	counted *countedNote
 }
 
 // giveUp skips the task, saying why after the failure's reason.
 func (d *decision) giveUp(why string) {
 	d.status, d.note = mdstate.Skipped, d.note+why
-	if d.failed != nil {
-		d.failed.gaveUp = why
+	if d.counted != nil {
+		d.counted.gaveUp = why
 	}
 }
 
@@ -288,6 +288,7 @@ func (c *Coordinator) decide(task *mdstate.Item, a attempt) decision {
 		d.status = mdstate.Done
 	case a.Outcome == OutcomeBlocked:
 		d.status = mdstate.Blocked
+		d.counted = &countedNote{kind: noteBlocked, reason: a.Note, times: 1, last: c.opts.Now()}
 	case a.Outcome == OutcomeInterrupted && a.Taken:
 		// The person's status stays (saveOutcome); the note says why.
 	case a.Outcome == OutcomeInterrupted:
@@ -308,7 +309,7 @@ func (c *Coordinator) decide(task *mdstate.Item, a attempt) decision {
 		d.note += "; waiting until " + c.session.WaitUntil.UTC().Format(time.RFC3339)
 	case a.Outcome == OutcomeFailed:
 		d.attempts++
-		d.failed = &failNote{reason: a.Note, times: 1, last: c.opts.Now()}
+		d.counted = &countedNote{kind: noteFailed, reason: a.Note, times: 1, last: c.opts.Now()}
 		c.failurePolicy(task.ID, &d)
 	}
 	return d
@@ -336,24 +337,22 @@ func (c *Coordinator) failurePolicy(id string, d *decision) {
 // next start recovers the iteration as interrupted. A task whose status a
 // person changed while its agent worked keeps the person's status; ralph's
 // outcome goes in a note under it and in d's note, for the progress entry.
-func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision) error {
+func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision, rec *mdstate.Record) error {
 	s := &c.session
 	before := *s
 	// Costs are kept to 1/100 of a cent, as the files show them: the
 	// session's total is then exactly the sum of its entries.
 	a.Result.CostUSD = math.Round(a.Result.CostUSD*1e4) / 1e4
-	s.TokensIn += a.Result.Usage.In
-	s.TokensOut += a.Result.Usage.Out
-	s.CostUSD += a.Result.CostUSD
-	// "unknown" while no agent of the session has reported a figure.
-	s.UsageUnknown = !usageKnown(a.Result) && s.TokensIn+s.TokensOut == 0
-	s.CostUnknown = !costKnown(a.Result) && s.CostUSD == 0
+	// "unknown" while no agent of the session has reported a figure;
+	// partial once some iterations have and some have not.
+	s.AddUsage(a.Result.Usage.In, a.Result.Usage.Out, usageKnown(a.Result))
+	s.AddCost(a.Result.CostUSD, costKnown(a.Result))
 	s.Phase = mdstate.PhaseWriting
 	done := s.Done
 	s.Result = &mdstate.IterationResult{Outcome: string(a.Outcome), TokensIn: a.Result.Usage.In, TokensOut: a.Result.Usage.Out,
 		CostUSD: a.Result.CostUSD, Duration: a.Took.Round(time.Second)}
 	var kept string
-	err := c.saveTask(task.ID, func(e *mdstate.ChecklistEdit) error {
+	err := c.saveTaskAfter(task.ID, rec, func(e *mdstate.ChecklistEdit) error {
 		// The session counts the tasks it completed: not one a person
 		// skipped or blocked meanwhile.
 		kept, s.Done = "", done
@@ -391,14 +390,14 @@ func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision) er
 }
 
 // writeOutcome has e write an iteration's decision under its task. A done
-// task loses its failure notes and attempts line; a failure is counted
-// with the same reason's note (failnote.go).
+// task loses its failure notes and attempts line; a failure or a block is
+// counted with the same reason's note (failnote.go).
 func writeOutcome(e *mdstate.ChecklistEdit, task *mdstate.Item, d *decision) error {
 	if err := e.SetStatus(task.ID, d.status); err != nil {
 		return err
 	}
 	if d.status == mdstate.Done {
-		if err := clearFailures(e, task.ID); err != nil {
+		if err := ClearFailures(e, task.ID); err != nil {
 			return err
 		}
 	} else if d.attempts != task.Attempts {
@@ -407,8 +406,8 @@ func writeOutcome(e *mdstate.ChecklistEdit, task *mdstate.Item, d *decision) err
 		}
 	}
 	switch {
-	case d.failed != nil:
-		return noteFailure(e, task.ID, *d.failed)
+	case d.counted != nil:
+		return addCounted(e, task.ID, *d.counted)
 	case d.note != "":
 		return e.AddMeta(task.ID, "note", d.note)
 	}
@@ -431,7 +430,7 @@ func (c *Coordinator) prompt(ctx context.Context, id string) (string, []string, 
 	// The coordinator's Project reuses the parse of its own last write;
 	// the work tree status (a git process) and a fresh project scan are
 	// not worth their cost on every iteration.
-	r, err := BuildReport(ctx, c.opts.Root, ReportOptions{Project: c.p, Scanned: c.scanned, NoStatus: true, Git: c.opts.Git})
+	r, err := BuildReport(ctx, c.opts.Root, ReportOptions{Project: c.p, Scanned: c.scanned, NoStatus: true, Git: c.opts.Git, History: &c.history})
 	if err != nil {
 		return "", nil, err
 	}

@@ -43,6 +43,47 @@ func TestEntryFiguresReadWhatIterationEntryWrote(t *testing.T) {
 	}
 }
 
+// A session's ended entry: its totals as the session has them, unknown
+// when no agent reported them, and marked partial when only some
+// iterations did; EntryFigures and EndedSessions read them back so.
+func TestEntryFiguresOfASessionSummary(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name          string
+		s             mdstate.Session
+		tokens, cost  string
+		known         bool
+		usage, costPt bool
+	}{
+		{"reported", mdstate.Session{TokensIn: 1200, TokensOut: 300, CostUSD: 0.25}, "1200 in, 300 out", "$0.2500", true, false, false},
+		{"none reported", mdstate.Session{UsageUnknown: true, CostUnknown: true}, "unknown", "unknown", false, false, false},
+		{"some reported", mdstate.Session{TokensIn: 1200, TokensOut: 300, CostUSD: 0.25, UsagePartial: true, CostPartial: true},
+			"1200 in, 300 out (not counting iterations that reported none)", "$0.2500 (not counting iterations that reported none)", true, true, true},
+		{"cost from some", mdstate.Session{TokensIn: 1200, TokensOut: 300, CostUSD: 0.25, CostPartial: true},
+			"1200 in, 300 out", "$0.2500 (not counting iterations that reported none)", true, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.s
+			s.ID, s.Iteration = "20261121-100000", 2
+			e := summaryEntry(now, &s, "all_done", time.Minute, "")
+			if e.Get("tokens") != tc.tokens || e.Get("cost") != tc.cost {
+				t.Fatalf("tokens %q, cost %q; want %q, %q", e.Get("tokens"), e.Get("cost"), tc.tokens, tc.cost)
+			}
+			ended := EndedSessions(&mdstate.Log{Recent: []mdstate.Entry{e}})
+			if len(ended) != 1 {
+				t.Fatalf("ended sessions: %+v", ended)
+			}
+			f := ended[0].Figures
+			if (f.TokensIn != nil) != tc.known || (f.CostUSD != nil) != tc.known || f.UsagePartial != tc.usage || f.CostPartial != tc.costPt {
+				t.Fatalf("figures %+v", f)
+			}
+			if tc.known && (*f.TokensIn != 1200 || *f.TokensOut != 300 || *f.CostUSD != 0.25) {
+				t.Fatalf("figures %d in, %d out, $%v", *f.TokensIn, *f.TokensOut, *f.CostUSD)
+			}
+		})
+	}
+}
+
 // A person's entry: what ralph cannot read is nil, never 0.
 func TestEntryFiguresOfAPersonsEntry(t *testing.T) {
 	e := mdstate.Entry{Title: "notes", Fields: []mdstate.Field{

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -18,6 +19,14 @@ import (
 // progress journal. A session recovered in phase "writing" files what of
 // it is missing (restoreEntry): learnings and to-dos not there yet, and
 // the progress entry with its summary and decisions.
+//
+// The record and the status are written as one step of mdstate's
+// (Project.UpdateChecklistAfter): their temporary files at once, then the
+// record renamed into place, then the task file swapped in, then both
+// folders flushed at once. A kill between the two renames leaves a record
+// for an iteration the task file does not say is being written, which
+// recovery ignores (it names its session, iteration and task); after both,
+// recovery files it. mdstate's Record documents the ordering rule.
 
 // keptReport is the record in .ralph/report.json: the iteration it
 // belongs to and what its agent reported.
@@ -35,36 +44,40 @@ func keptReportPath(root string) string {
 	return filepath.Join(root, mdstate.RuntimeDir, "report.json")
 }
 
-// keepReport records the current iteration's report before its outcome is
-// saved. It replaces the last iteration's record.
-func (c *Coordinator) keepReport(task string, rep AgentReport) error {
+// reportRecord is the record of the current iteration's report, which
+// replaces the last iteration's.
+func (c *Coordinator) reportRecord(task string, rep AgentReport) (mdstate.Record, error) {
 	k := keptReport{Session: c.session.ID, Iteration: c.session.Iteration, Task: task,
 		Summary: rep.Summary, Learnings: rep.Learnings, Todos: rep.Todos, Decisions: rep.Decisions}
 	data, err := json.MarshalIndent(k, "", "  ")
 	if err != nil {
-		return err
+		return mdstate.Record{}, err
 	}
-	path := keptReportPath(c.opts.Root)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return ioError("keep the agent's report", err)
+	return mdstate.Record{Path: keptReportPath(c.opts.Root), Data: append(data, '\n'), Perm: 0o600}, nil
+}
+
+// reportKeptError says that the report could not be kept, when err is the
+// record's failure.
+func reportKeptError(err error) error {
+	var rec *mdstate.RecordError
+	if errors.As(err, &rec) {
+		return ioError("keep the agent's report", rec.Err)
 	}
-	if err := mdstate.WriteFileAtomic(path, append(data, '\n'), 0o600); err != nil {
-		return ioError("keep the agent's report", err)
-	}
-	return nil
+	return err
 }
 
 // recordOutcome saves an iteration's outcome and files its agent's report
-// as one step: the report is kept, then the task's status and the
-// iteration's result are saved, then the learnings and to-dos are filed.
-// The progress entry, with the summary and decisions and what could not
-// be filed, follows (iterate).
+// as one step: the report is kept with the task's status and the
+// iteration's result (one step of mdstate's, the report first), then the
+// learnings and to-dos are filed. The progress entry, with the summary and
+// decisions and what could not be filed, follows (iterate).
 func (c *Coordinator) recordOutcome(task *mdstate.Item, a attempt, d *decision) (filed, error) {
-	if err := c.keepReport(task.ID, a.Report); err != nil {
+	rec, err := c.reportRecord(task.ID, a.Report)
+	if err != nil {
 		return filed{}, err
 	}
-	if err := c.saveOutcome(task, a, d); err != nil {
-		return filed{}, err
+	if err := c.saveOutcome(task, a, d, &rec); err != nil {
+		return filed{}, reportKeptError(err)
 	}
 	return c.fileReport(a.Report)
 }

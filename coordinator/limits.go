@@ -41,8 +41,12 @@ type pacing struct {
 // breakerState counts iterations in a row without progress.
 type breakerState struct {
 	stale int
-	// tree is the work tree's fingerprint after the last iteration.
-	tree string
+	// tree is the work tree's fingerprint after the last iteration, when
+	// treeKnown: after an iteration that completed a task none is taken
+	// (it costs a git status, about 2 ms, and a completion is progress
+	// whatever the tree).
+	tree      string
+	treeKnown bool
 	// lastTasks is the task file as ralph last wrote it.
 	lastTasks []byte
 }
@@ -251,16 +255,23 @@ func (c *Coordinator) breaker() (StopReason, string) {
 
 // afterIteration updates the breaker: progress is a completed task or any
 // change in the work tree. A rate-limited iteration is neither.
+// The first iteration after a completion has no fingerprint to compare
+// with, and counts as progress: the breaker trips at most one iteration
+// later than it would, never sooner.
 func (c *Coordinator) afterIteration(ctx context.Context, done bool) {
+	if done && c.session.WaitUntil.IsZero() {
+		c.brk.stale, c.brk.tree, c.brk.treeKnown = 0, "", false
+		return
+	}
 	tree := treeFingerprint(ctx, c.opts.Root)
 	if c.session.WaitUntil.IsZero() {
-		if done || tree != c.brk.tree {
+		if done || !c.brk.treeKnown || tree != c.brk.tree {
 			c.brk.stale = 0
 		} else {
 			c.brk.stale++
 		}
 	}
-	c.brk.tree = tree
+	c.brk.tree, c.brk.treeKnown = tree, true
 }
 
 // treeFingerprint names the work tree's state: the changed paths with their

@@ -138,3 +138,22 @@ func TestRateLimitRetriesSameTask(t *testing.T) {
 		t.Fatalf("after a restart during the wait, the first task was %q, want T2", first)
 	}
 }
+
+// After an iteration that completed a task, no fingerprint of the work
+// tree is taken (a completion is progress whatever the tree): the next
+// iteration has none to compare with and counts as progress too, so the
+// breaker trips one iteration later than after a failed one, never sooner.
+func TestRunBreakerAfterCompletion(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	fa := &fakeAgent{reply: func(n int) agent.Result {
+		if n == 1 {
+			return agent.Result{Final: "Done.\n<promise>COMPLETE</promise>"}
+		}
+		return agent.Result{Final: "nothing done"}
+	}}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa, MaxAttempts: 100})
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopLimit || out.Iterations != 5 || !strings.HasPrefix(out.Detail, "circuit breaker: 3 iterations") {
+		t.Fatalf("outcome %s after %d: %s", out.Reason, out.Iterations, out.Detail)
+	}
+}

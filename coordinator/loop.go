@@ -17,7 +17,8 @@ import (
 func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 	c.started = c.opts.Now()
 	c.pace = pacing{}
-	c.brk.stale = 0
+	// The breaker compares the first iteration's tree with a clean one.
+	c.brk.stale, c.brk.tree, c.brk.treeKnown = 0, "", true
 	c.scanned = nil // a new go.mod and the like show from the next run on
 	c.skippedBefore = c.skippedEarlier()
 	stop, err := c.open()
@@ -30,8 +31,17 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 	// The machine's list of projects (ralph sessions --all) hears of the
 	// session as it opens and once it is saved as ended or paused. It is a
 	// convenience: failing to write it stops nothing.
-	_ = c.opts.Registry.Record(c.opts.Root, c.session.ID, c.opts.Now())
-	defer func() { _ = c.opts.Registry.Record(c.opts.Root, c.session.ID, c.opts.Now()) }()
+	// The first record is off the run's way, beside the first iteration.
+	recorded := make(chan struct{})
+	id, at := c.session.ID, c.opts.Now()
+	go func() {
+		defer close(recorded)
+		_ = c.opts.Registry.Record(c.opts.Root, id, at)
+	}()
+	defer func() {
+		<-recorded
+		_ = c.opts.Registry.Record(c.opts.Root, c.session.ID, c.opts.Now())
+	}()
 	out, err := c.loop(ctx)
 	return c.finish(out, err)
 }
@@ -296,9 +306,10 @@ func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
 
 // noneReady says why no task is ready. Tasks ralph gave up on in this run
 // make it a failure; those it gave up on before (skippedBefore) are
-// reported, not failures: the run did all it could.
+// reported, not failures: the run did all it could. So are the tasks that
+// wait, directly or through others, for a skipped one: no run can start
+// them until a person reopens it.
 func noneReady(tasks *mdstate.Checklist, skippedBefore []string) *Outcome {
-	open := openTasks(tasks)
 	var skipped, earlier []string
 	for _, id := range gaveUp(tasks) {
 		if slices.Contains(skippedBefore, id) {
@@ -307,20 +318,25 @@ func noneReady(tasks *mdstate.Checklist, skippedBefore []string) *Outcome {
 			skipped = append(skipped, id)
 		}
 	}
+	stuck := waitingOnSkipped(tasks)
+	open := openTasks(tasks) - len(stuck)
 	if open == 0 && len(skipped) > 0 {
-		return &Outcome{Reason: StopFailed, Detail: "no task left to run; gave up on " + strings.Join(skipped, ", ") + " after failed attempts (see their notes; `ralph task reopen ID` tries one again)"}
+		return &Outcome{Reason: StopFailed, Detail: "no task left to run; gave up on " + strings.Join(skipped, ", ") + " after failed attempts (see their notes; `ralph task reopen ID` tries one again)" + waitsDetail(stuck)}
 	}
 	if open == 0 {
 		detail := "every task is done"
+		if len(earlier) > 0 || len(stuck) > 0 {
+			detail = "every task that can run is done"
+		}
 		if len(earlier) > 0 {
 			which := "one"
 			if len(earlier) == 1 {
 				which = "it"
 			}
-			detail = fmt.Sprintf("every task that can run is done; %s skipped earlier after failed attempts (`ralph task reopen %s` tries %s again)",
+			detail += fmt.Sprintf("; %s skipped earlier after failed attempts (`ralph task reopen %s` tries %s again)",
 				strings.Join(earlier, ", "), earlier[0], which)
 		}
-		return &Outcome{Reason: StopAllDone, Detail: detail}
+		return &Outcome{Reason: StopAllDone, Detail: detail + waitsDetail(stuck)}
 	}
 	skipped = append(skipped, earlier...)
 	detail := fmt.Sprintf("%d tasks left, none ready (blocked, in progress, or waiting for others)", open)
@@ -330,27 +346,66 @@ func noneReady(tasks *mdstate.Checklist, skippedBefore []string) *Outcome {
 	if len(skipped) > 0 {
 		detail += "; gave up on " + strings.Join(skipped, ", ") + " after failed attempts (see their notes)"
 	}
-	if waits := waitingOnSkipped(tasks); len(waits) > 0 {
-		detail += "; " + strings.Join(waits, "; ") + " (`ralph task reopen ID` runs a skipped task again)"
-	}
-	return &Outcome{Reason: StopNoneReady, Detail: detail}
+	return &Outcome{Reason: StopNoneReady, Detail: detail + waitsDetail(stuck)}
 }
 
-// waitingOnSkipped says which open tasks wait for a skipped one: they can
-// never start until a person reopens it or edits their `after:`.
-func waitingOnSkipped(tasks *mdstate.Checklist) []string {
-	var waits []string
+// waitOnSkip is a pending task that can never start: it waits for a
+// skipped task, directly or through other tasks.
+type waitOnSkip struct {
+	task, skipped string
+}
+
+// waitingOnSkipped lists the pending tasks that wait for a skipped one,
+// each with the skipped task it waits for (the first found), in file order.
+func waitingOnSkipped(tasks *mdstate.Checklist) []waitOnSkip {
+	memo := map[string]string{} // task ID -> the skipped task it waits for, "" for none
+	var cause func(id string, depth int) string
+	cause = func(id string, depth int) string {
+		if c, ok := memo[id]; ok || depth > len(tasks.Items) {
+			return c // a cycle, or an answer already found
+		}
+		memo[id] = ""
+		t := tasks.Find(id)
+		if t == nil || t.Status == mdstate.Done {
+			return ""
+		}
+		if t.Status == mdstate.Skipped {
+			memo[id] = id
+			return id
+		}
+		for _, dep := range t.After {
+			if c := cause(dep, depth+1); c != "" {
+				memo[id] = c
+				return c
+			}
+		}
+		return ""
+	}
+	var waits []waitOnSkip
 	for _, t := range tasks.Items {
 		if t.Status != mdstate.Pending {
 			continue
 		}
 		for _, dep := range t.After {
-			if d := tasks.Find(dep); d != nil && d.Status == mdstate.Skipped {
-				waits = append(waits, fmt.Sprintf("%s waits for %s, which is skipped", t.ID, d.ID))
+			if c := cause(dep, 0); c != "" {
+				waits = append(waits, waitOnSkip{task: t.ID, skipped: c})
+				break
 			}
 		}
 	}
 	return waits
+}
+
+// waitsDetail says which tasks wait for a skipped one, or nothing.
+func waitsDetail(waits []waitOnSkip) string {
+	if len(waits) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, w := range waits {
+		parts = append(parts, fmt.Sprintf("%s waits for %s, which is skipped", w.task, w.skipped))
+	}
+	return "; " + strings.Join(parts, "; ") + " (`ralph task reopen ID` runs a skipped task again)"
 }
 
 // saveSession writes the session block, with fn's task changes in the same
@@ -364,11 +419,17 @@ func (c *Coordinator) saveSession(fn func(e *mdstate.ChecklistEdit) error) error
 
 // saveTask is saveSession for a write whose fn sets task id's status.
 func (c *Coordinator) saveTask(id string, fn func(e *mdstate.ChecklistEdit) error) error {
+	return c.saveTaskAfter(id, nil, fn)
+}
+
+// saveTaskAfter is saveTask with a write-ahead record, put in place just
+// before the write (mdstate.Project.UpdateChecklistAfter).
+func (c *Coordinator) saveTaskAfter(id string, rec *mdstate.Record, fn func(e *mdstate.ChecklistEdit) error) error {
 	c.session.Updated = c.opts.Now()
 	if c.own.session != nil && c.own.session.ID != c.session.ID {
 		c.own.reset() // another session's edits are not this one's
 	}
-	after, err := c.updateTasks(func(e *mdstate.ChecklistEdit) error {
+	after, err := c.updateTasks(rec, func(e *mdstate.ChecklistEdit) error {
 		c.brk.sawTasks(e.Checklist().Source())
 		plan, err := c.own.reconcileTasks(e, id)
 		if err != nil {

@@ -3,16 +3,21 @@
 package coordinator
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
+	"github.com/ralph-dev/ralph/mdstate"
+	"github.com/ralph-dev/ralph/mdstate/mdstatetest"
 )
 
 // BenchmarkLoopOverhead is the coordinator's own cost per iteration: a
@@ -44,6 +49,101 @@ func BenchmarkLoopOverhead(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(runs*tasks), "ms/iteration")
+}
+
+// BenchmarkLoopIteration is the coordinator's cost per iteration and how
+// it grows with the task count: a mdstatetest.BigProject of 200 or 10,000
+// tasks (and a 1,000-entry log), of which one run of an instant in-process
+// agent does 21 iterations. What is measured is the span from the first
+// agent call to the 21st, 20 whole iterations without the run's start and
+// end: CPU (getrusage, the whole process: the watcher's work on ralph's
+// writes counts) and wall time. Each op is one run on a fresh copy;
+// the medians over the ops are reported, with min and max. GOGC is 400,
+// as cmd/ralph sets it.
+//
+//	go test ./coordinator -run '^$' -bench LoopIteration -benchtime 10x
+//
+// Count the system calls of one size with strace -f -c on the test binary
+// (-test.bench 'LoopIteration/tasks=200$').
+func BenchmarkLoopIteration(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	for _, tasks := range []int{200, 10000} {
+		b.Run(fmt.Sprintf("tasks=%d", tasks), func(b *testing.B) {
+			files := bigProjectFiles(b, tasks)
+			var cpu, wall []time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				dir := b.TempDir()
+				for name, data := range files {
+					if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var at []iterationClock
+				ag := &fakeAgent{before: func(int) { at = append(at, readIterationClock(b)) }}
+				co := newCoordinator(b, Options{Root: dir, Agent: ag, MaxIterations: loopIterations + 1})
+				b.StartTimer()
+				out, _ := runAll(b, b.Context(), co)
+				b.StopTimer()
+				if out.Iterations != loopIterations+1 || len(at) != loopIterations+1 {
+					b.Fatalf("outcome %+v after %d agent calls", out, len(at))
+				}
+				first, last := at[0], at[len(at)-1]
+				cpu = append(cpu, (last.cpu-first.cpu)/loopIterations)
+				wall = append(wall, last.wall.Sub(first.wall)/loopIterations)
+				co.Close()
+				b.StartTimer()
+			}
+			reportSpread(b, "cpu", cpu)
+			reportSpread(b, "wall", wall)
+		})
+	}
+}
+
+// loopIterations is how many whole iterations BenchmarkLoopIteration
+// measures in each run.
+const loopIterations = 20
+
+// iterationClock is the process's CPU time and the wall clock at one
+// instant.
+type iterationClock struct {
+	cpu  time.Duration
+	wall time.Time
+}
+
+func readIterationClock(b *testing.B) iterationClock {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return iterationClock{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), wall: time.Now()}
+}
+
+// bigProjectFiles returns the state files of a mdstatetest.BigProject of
+// n tasks and 1,000 progress entries, by name.
+func bigProjectFiles(b *testing.B, n int) map[string][]byte {
+	dir, err := mdstatetest.BigProject(b.TempDir(), n, 1000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, name := range mdstate.Files {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[name] = data
+	}
+	return files
+}
+
+// reportSpread reports the median, min and max of ds in ms/iteration.
+func reportSpread(b *testing.B, what string, ds []time.Duration) {
+	slices.Sort(ds)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(ds[len(ds)/2]), what+"-ms/iteration")
+	b.ReportMetric(ms(ds[0]), what+"-min-ms")
+	b.ReportMetric(ms(ds[len(ds)-1]), what+"-max-ms")
 }
 
 // BenchmarkStopHard is the time from Stop(true) to the agent's whole tree

@@ -242,13 +242,16 @@ func fit(blocks []block, budget int) string {
 			break // only essentials left: never cut the task itself
 		}
 		b := &blocks[i]
-		size -= blockSize(*b)
+		var it string
 		if b.dropFirst {
-			b.items = b.items[1:]
+			it, b.items = b.items[0], b.items[1:]
 		} else {
-			b.items = b.items[:len(b.items)-1]
+			it, b.items = b.items[len(b.items)-1], b.items[:len(b.items)-1]
 		}
-		size += blockSize(*b)
+		size -= itemSize(it)
+		if len(b.items) == 0 {
+			size -= blockHead(*b) // an empty block is not rendered
+		}
 		if dropped[b.noun] == 0 {
 			order = append(order, b.noun)
 		}
@@ -257,17 +260,24 @@ func fit(blocks []block, budget int) string {
 	return render(blocks, footer(dropped, order, one))
 }
 
-// blockSize is the length render gives a block.
+// blockSize is the length render gives a block: its heading, and each
+// item on a line.
 func blockSize(bl block) int {
 	if len(bl.items) == 0 {
 		return 0
 	}
-	n := len("\n## \n\n") + len(bl.title)
+	n := blockHead(bl)
 	for _, it := range bl.items {
-		n += len(it) + 1
+		n += itemSize(it)
 	}
 	return n
 }
+
+// blockHead is the length of a block's heading as render gives it.
+func blockHead(bl block) int { return len("\n## \n\n") + len(bl.title) }
+
+// itemSize is the length of an item's line as render gives it.
+func itemSize(it string) int { return len(it) + 1 }
 
 func footer(dropped map[string]int, order []string, one map[string]string) string {
 	if len(order) == 0 {

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -56,11 +55,11 @@ type AgentReport struct {
 }
 
 var (
-	promiseRe  = regexp.MustCompile(`(?s)<promise>\s*(.*?)\s*</promise>`)
-	learningRe = regexp.MustCompile(`(?s)<learning>\s*(.*?)\s*</learning>`)
-	todoRe     = regexp.MustCompile(`(?s)<todo>\s*(.*?)\s*</todo>`)
-	decisionRe = regexp.MustCompile(`(?s)<decision>\s*(.*?)\s*</decision>`)
-	anyTagRe   = regexp.MustCompile(`(?s)<(promise|learning|todo|decision)>.*?</(promise|learning|todo|decision)>`)
+	promiseRe  = lazyRegexp(`(?s)<promise>\s*(.*?)\s*</promise>`)
+	learningRe = lazyRegexp(`(?s)<learning>\s*(.*?)\s*</learning>`)
+	todoRe     = lazyRegexp(`(?s)<todo>\s*(.*?)\s*</todo>`)
+	decisionRe = lazyRegexp(`(?s)<decision>\s*(.*?)\s*</decision>`)
+	anyTagRe   = lazyRegexp(`(?s)<(promise|learning|todo|decision)>.*?</(promise|learning|todo|decision)>`)
 )
 
 // ParseReport reads an agent's final message. The last promise counts, and
@@ -69,7 +68,7 @@ var (
 func ParseReport(final string) AgentReport {
 	var r AgentReport
 	trimmed := strings.TrimSpace(final)
-	if ms := promiseRe.FindAllStringSubmatchIndex(trimmed, -1); len(ms) > 0 {
+	if ms := promiseRe().FindAllStringSubmatchIndex(trimmed, -1); len(ms) > 0 {
 		m := ms[len(ms)-1]
 		if strings.TrimSpace(trimmed[m[1]:]) == "" {
 			body := strings.TrimSpace(trimmed[m[2]:m[3]])
@@ -85,22 +84,22 @@ func ParseReport(final string) AgentReport {
 			}
 		}
 	}
-	for _, m := range learningRe.FindAllStringSubmatch(trimmed, -1) {
+	for _, m := range learningRe().FindAllStringSubmatch(trimmed, -1) {
 		if s := oneLineText(m[1]); s != "" {
 			r.Learnings = append(r.Learnings, s)
 		}
 	}
-	for _, m := range todoRe.FindAllStringSubmatch(trimmed, -1) {
+	for _, m := range todoRe().FindAllStringSubmatch(trimmed, -1) {
 		if s := oneLineText(m[1]); s != "" {
 			r.Todos = append(r.Todos, s)
 		}
 	}
-	for _, m := range decisionRe.FindAllStringSubmatch(trimmed, -1) {
+	for _, m := range decisionRe().FindAllStringSubmatch(trimmed, -1) {
 		if s := oneLineText(m[1]); s != "" {
 			r.Decisions = append(r.Decisions, s)
 		}
 	}
-	r.Body = strings.TrimSpace(anyTagRe.ReplaceAllString(trimmed, " "))
+	r.Body = strings.TrimSpace(anyTagRe().ReplaceAllString(trimmed, " "))
 	r.Summary = oneLineText(r.Body)
 	if len(r.Summary) > 300 {
 		r.Summary = r.Summary[:strings.LastIndex(r.Summary[:300], " ")+1] + "…"

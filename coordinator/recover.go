@@ -158,14 +158,14 @@ func sessionMark(root, id string) string {
 }
 
 // putBack returns an interrupted session's task to pending with
-// attempts+1 and a note, or skips it once its attempts are used up.
+// attempts+1 and a note, or skips it once its attempts are used up. A
+// task interrupted again has one note counting the times (failnote.go).
 func (c *Coordinator) putBack(e *mdstate.ChecklistEdit, task *mdstate.Item, old *mdstate.Session) error {
 	attempts := task.Attempts + 1
 	status := mdstate.Pending
-	note := fmt.Sprintf("interrupted at %s during phase %s (iteration %d); ralph resumed the session",
-		old.Updated.UTC().Format(time.RFC3339), orNone(string(old.Phase)), old.Iteration)
+	note := countedNote{kind: noteInterrupted, reason: recoveredReason(orNone(string(old.Phase)), old.Iteration), times: 1, last: old.Updated}
 	if attempts >= c.opts.MaxAttempts {
-		status, note = mdstate.Skipped, note+skippedNote(giveUpAttempts, attempts)
+		status, note.gaveUp = mdstate.Skipped, skippedNote(giveUpAttempts, attempts)
 	}
 	if err := e.SetStatus(task.ID, status); err != nil {
 		return err
@@ -173,7 +173,7 @@ func (c *Coordinator) putBack(e *mdstate.ChecklistEdit, task *mdstate.Item, old 
 	if err := e.SetMeta(task.ID, "attempts", strconv.Itoa(attempts)); err != nil {
 		return err
 	}
-	return e.AddMeta(task.ID, "note", note)
+	return addCounted(e, task.ID, note)
 }
 
 // endReplaced ends the session a --new-session run replaces, with its

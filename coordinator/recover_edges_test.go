@@ -350,12 +350,40 @@ func TestTaskRemovedDuringIteration(t *testing.T) {
 }
 
 // A task that waits for a skipped one is named with it: the run says why
-// nothing can start.
+// nothing can start. When the skip was an earlier session's, the run did
+// all it could (done, exit 0); a task blocked by a person still leaves the
+// run with tasks it could not do.
 func TestNoneReadyNamesSkippedDependency(t *testing.T) {
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n- [-] T1: Task number 1\n  - note: skipped after 3 failed attempts\n- [ ] T2: Task number 2\n  - after: T1\n"})
-	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	for _, tc := range []struct {
+		name, tasks string
+		reason      StopReason
+		detail      string
+	}{
+		{"skipped earlier", "- [-] T1: Task number 1\n  - note: the agent ended without <promise>COMPLETE</promise>; skipped after 3 failed attempts\n- [ ] T2: Task number 2\n  - after: T1\n- [ ] T3: Task number 3\n  - after: T2\n",
+			StopAllDone, "every task that can run is done; T1 skipped earlier after failed attempts (`ralph task reopen T1` tries it again); T2 waits for T1, which is skipped; T3 waits for T1, which is skipped"},
+		{"skipped by a person", "- [-] T1: Task number 1\n- [ ] T2: Task number 2\n  - after: T1\n",
+			StopAllDone, "every task that can run is done; T2 waits for T1, which is skipped"},
+		{"and one blocked", "- [-] T1: Task number 1\n- [ ] T2: Task number 2\n  - after: T1\n- [!] T3: Task number 3\n",
+			StopNoneReady, "1 task left, not ready (blocked, in progress, or waiting for others); T2 waits for T1, which is skipped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n" + tc.tasks})
+			co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+			out, _ := runAll(t, t.Context(), co)
+			if out.Reason != tc.reason || !strings.Contains(out.Detail, tc.detail) {
+				t.Fatalf("outcome %+v, want %s with %q", out, tc.reason, tc.detail)
+			}
+		})
+	}
+}
+
+// A task that waits for one ralph gave up on in this run: the run failed.
+func TestNoneReadyWaitsOnThisRunsSkip(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": "# Tasks\n\n- [ ] T1: Task number 1\n- [ ] T2: Task number 2\n  - after: T1\n"})
+	fa := &fakeAgent{reply: func(int) agent.Result { return agent.Result{Final: "not finished"} }}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa, MaxAttempts: 1})
 	out, _ := runAll(t, t.Context(), co)
-	if out.Reason != StopNoneReady || !strings.Contains(out.Detail, "T2 waits for T1, which is skipped") {
+	if out.Reason != StopFailed || !strings.Contains(out.Detail, "gave up on T1") || !strings.Contains(out.Detail, "T2 waits for T1, which is skipped") {
 		t.Fatalf("outcome %+v", out)
 	}
 }

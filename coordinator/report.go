@@ -27,6 +27,17 @@ type ReportOptions struct {
 	NoDetect bool
 	// NoStatus skips the work tree status.
 	NoStatus bool
+	// StatusCache, when set, lets the work tree status come from a result
+	// git gave before, while nothing git status reads has changed
+	// (gitctx.CachedCLIStatus).
+	StatusCache *gitctx.StatusCache
+	// History, when set, keeps the git facts between reports (with
+	// NoStatus: the prompt's, every iteration) and reuses them while the
+	// repository's refs are unchanged.
+	History *HistoryCache
+	// NoHistory skips the commits (recent ones, the state files' last, and
+	// those since the session's baseline): ralph status shows none.
+	NoHistory bool
 	// Project, when set, reads the state through this Project (and its
 	// parse cache) instead of a new one: the coordinator's own.
 	Project *mdstate.Project
@@ -113,6 +124,9 @@ var StatePaths = mdstate.Files
 func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report, error) {
 	opts = opts.withDefaults()
 	r := &Report{Root: root}
+	// git status is the critical path (starting any program costs a
+	// millisecond or more): it starts before anything else.
+	cli := startStatus(ctx, root, opts)
 	var wg sync.WaitGroup
 	var stateErr error
 	var mu sync.Mutex
@@ -140,20 +154,14 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 		})
 	}
 	var repo *gitctx.Repo
-	wg.Go(func() {
-		g, rp, err := readGit(ctx, root, opts)
-		if err != nil {
-			r.GitErr = err
-			switch {
-			case errors.Is(err, gitctx.ErrNotRepo):
-				problem(NoGitProblem)
-			default:
-				problem(err.Error())
-			}
-			return
-		}
-		r.Git, repo = g, rp
-	})
+	refs, kept := opts.History.lookup(root, opts.NoStatus)
+	if kept != nil {
+		r.Git = kept
+	} else {
+		wg.Go(func() {
+			readReportGit(ctx, root, opts, cli, r, &repo, problem)
+		})
+	}
 	wg.Wait()
 	if stateErr != nil {
 		if repo != nil {
@@ -161,33 +169,126 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 		}
 		return nil, stateErr
 	}
-	if r.State.Tasks != nil {
-		s, warns := r.State.Tasks.Session()
-		r.State.Warnings = append(r.State.Warnings, warns...)
-		if s != nil {
-			r.Session = s
-			r.RecordedStatus = string(s.Status)
-			holder, held := LockHolder(root)
-			if held {
-				r.Holder = &holder
-			}
-			if s.Status == mdstate.SessionRunning && !held {
-				s.Status = mdstate.SessionInterrupted
-			}
-		}
+	r.readSession(root)
+	stale := kept == nil
+	if kept != nil && !opts.History.since(r.Session) {
+		// A new baseline: the commits since it are read anew.
+		repo, _ = gitctx.Open(root, proc.Runner{})
+		stale = true
 	}
 	if repo != nil {
-		if r.Session != nil && r.Session.Baseline != "" && !r.Git.Unborn {
-			commits, stat, err := repo.CommitsSince(ctx, r.Session.Baseline)
-			if err != nil {
-				problem("commits since the session's baseline " + short(r.Session.Baseline) + ": " + err.Error())
-			} else {
-				r.Git.SinceBaseline = &Since{Baseline: r.Session.Baseline, Commits: commits, Stat: stat}
-			}
-		}
+		r.readSince(ctx, repo, opts, problem)
 		repo.Close()
 	}
+	if stale {
+		opts.History.keep(refs, r.Git)
+	}
 	return r, nil
+}
+
+// readReportGit reads r's git facts, leaving the repository open in repo
+// for what the session's baseline asks.
+func readReportGit(ctx context.Context, root string, opts ReportOptions, cli chan cliResult, r *Report, repo **gitctx.Repo, problem func(string)) {
+	g, rp, err := readGit(ctx, root, opts, cli)
+	if err != nil {
+		r.GitErr = err
+		switch {
+		case errors.Is(err, gitctx.ErrNotRepo):
+			problem(NoGitProblem)
+		default:
+			problem(err.Error())
+		}
+		return
+	}
+	r.Git, *repo = g, rp
+}
+
+// readSession reads the session RALPH_TASKS.md records, and whether a
+// coordinator holds the project now.
+func (r *Report) readSession(root string) {
+	if r.State.Tasks == nil {
+		return
+	}
+	s, warns := r.State.Tasks.Session()
+	r.State.Warnings = append(r.State.Warnings, warns...)
+	if s == nil {
+		return
+	}
+	r.Session = s
+	r.RecordedStatus = string(s.Status)
+	holder, held := LockHolder(root)
+	if held {
+		r.Holder = &holder
+	}
+	if s.Status == mdstate.SessionRunning && !held {
+		s.Status = mdstate.SessionInterrupted
+	}
+}
+
+// readSince reads the commits since the session's baseline.
+func (r *Report) readSince(ctx context.Context, repo *gitctx.Repo, opts ReportOptions, problem func(string)) {
+	if r.Session == nil || r.Session.Baseline == "" || r.Git == nil || r.Git.Unborn || opts.NoHistory {
+		return
+	}
+	commits, stat, err := repo.CommitsSince(ctx, r.Session.Baseline)
+	if err != nil {
+		problem("commits since the session's baseline " + short(r.Session.Baseline) + ": " + err.Error())
+		return
+	}
+	r.Git.SinceBaseline = &Since{Baseline: r.Session.Baseline, Commits: commits, Stat: stat}
+}
+
+// HistoryCache keeps one report's git facts (branch, HEAD, upstream,
+// commits) for the next report of the same session: they change only
+// when a ref does, which gitctx.RefsKey checks with a few stats, where
+// reading them opens the repository and walks history (about 1 ms an
+// iteration on a small repository, more on a big one). The zero value is
+// empty; a nil *HistoryCache keeps nothing.
+type HistoryCache struct {
+	mu   sync.Mutex
+	refs string  // gitctx.RefsKey when git was read
+	git  GitInfo // what was read; its Status is not kept
+}
+
+// lookup returns the kept facts while refs are unchanged, and the refs'
+// key now. Only a report without the work tree status uses them.
+func (h *HistoryCache) lookup(root string, noStatus bool) (string, *GitInfo) {
+	if h == nil || !noStatus {
+		return "", nil
+	}
+	refs, ok := gitctx.RefsKey(root)
+	if !ok {
+		return "", nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refs != refs {
+		return refs, nil
+	}
+	g := h.git
+	return refs, &g
+}
+
+// since reports whether the kept facts hold the commits since s's
+// baseline (or s asks for none).
+func (h *HistoryCache) since(s *mdstate.Session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s == nil || s.Baseline == "" {
+		return true
+	}
+	return h.git.SinceBaseline != nil && h.git.SinceBaseline.Baseline == s.Baseline
+}
+
+// keep stores g, read when the refs' key was refs.
+func (h *HistoryCache) keep(refs string, g *GitInfo) {
+	if h == nil || refs == "" || g == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refs, h.git = refs, *g
+	h.git.Status = gitctx.Status{}
 }
 
 // cliResult is a git status run by the CLI, possibly still to complete
@@ -197,17 +298,26 @@ type cliResult struct {
 	err error
 }
 
-func readGit(ctx context.Context, root string, opts ReportOptions) (*GitInfo, *gitctx.Repo, error) {
-	// git status is the slowest part on a large tree: start it before
-	// go-git opens the repository (tens of milliseconds there), not after.
-	var cli chan cliResult
-	if !opts.NoStatus {
-		cli = make(chan cliResult, 1)
-		go func() {
-			st, err := gitctx.CLIStatus(ctx, proc.Runner{}, root, opts.StatusTimeout)
-			cli <- cliResult{st, err}
-		}()
+// startStatus starts the git CLI's status, unless opts say none; its
+// result comes on the channel (nil for none).
+func startStatus(ctx context.Context, root string, opts ReportOptions) chan cliResult {
+	if opts.NoStatus {
+		return nil
 	}
+	cli := make(chan cliResult, 1)
+	go func() {
+		var res cliResult
+		if opts.StatusCache != nil {
+			res.st, res.err = gitctx.CachedCLIStatus(ctx, proc.Runner{}, root, *opts.StatusCache, opts.StatusTimeout)
+		} else {
+			res.st, res.err = gitctx.CLIStatus(ctx, proc.Runner{}, root, opts.StatusTimeout)
+		}
+		cli <- res
+	}()
+	return cli
+}
+
+func readGit(ctx context.Context, root string, opts ReportOptions, cli chan cliResult) (*GitInfo, *gitctx.Repo, error) {
 	repo, err := gitctx.Open(root, proc.Runner{})
 	if err == nil {
 		var head gitctx.Head
@@ -235,6 +345,8 @@ func readHistory(ctx context.Context, root string, opts ReportOptions, repo *git
 	}
 	if !head.Unborn {
 		g.Ahead, g.Behind, g.UpstreamKnown = repo.AheadBehind(ctx)
+	}
+	if !head.Unborn && !opts.NoHistory {
 		g.Recent, _ = repo.Log(ctx, opts.Commits)
 		g.StateCommits, _ = repo.StateCommits(ctx, paths, 5)
 	}

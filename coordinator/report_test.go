@@ -234,3 +234,52 @@ func TestBuildReportUnreadableState(t *testing.T) {
 		t.Fatalf("BuildReport of a binary task file: %+v, want an error", r.State.Tasks)
 	}
 }
+
+// A HistoryCache gives the git facts of the last report while no ref has
+// changed, without reading the repository (here its objects are moved
+// away, which would fail a read), and reads them again after a commit or a
+// new session baseline.
+func TestBuildReportHistoryCache(t *testing.T) {
+	gitctxtest.Isolate(t)
+	dir := projectDir(t, map[string]string{"go.mod": "module x\n"})
+	gitctxtest.Git(t, dir, "init", "-q", "-b", "main")
+	base := gitctxtest.Commit(t, dir, "Start", 1)
+	gitctxtest.WriteFile(t, dir, "RALPH_TASKS.md", smallTasks+"\n## Session\n\n- status: running\n- baseline: "+base[:10]+"\n")
+	gitctxtest.Commit(t, dir, "Plan", 2)
+	var h HistoryCache
+	report := func() *Report {
+		t.Helper()
+		r, err := BuildReport(t.Context(), dir, ReportOptions{NoDetect: true, NoStatus: true, History: &h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first := report()
+	if first.Git == nil || len(first.Git.Recent) != 2 || first.Git.SinceBaseline == nil || len(first.Git.SinceBaseline.Commits) != 1 {
+		t.Fatalf("first report: %+v", first.Git)
+	}
+	objects := filepath.Join(dir, ".git", "objects")
+	if err := os.Rename(objects, objects+".away"); err != nil {
+		t.Fatal(err)
+	}
+	kept := report()
+	if kept.Git == nil || kept.Git.Head != first.Git.Head || len(kept.Git.Recent) != 2 || kept.Git.SinceBaseline == nil || len(kept.Problems) != 0 {
+		t.Fatalf("kept report: %+v, problems %q", kept.Git, kept.Problems)
+	}
+	if err := os.Rename(objects+".away", objects); err != nil {
+		t.Fatal(err)
+	}
+	gitctxtest.WriteFile(t, dir, "a.go", "package x\n")
+	head := gitctxtest.Commit(t, dir, "Code", 3)
+	after := report()
+	if after.Git.Head != head || len(after.Git.Recent) != 3 || len(after.Git.SinceBaseline.Commits) != 2 {
+		t.Fatalf("after a commit: head %s, %d recent, since %+v", after.Git.Head, len(after.Git.Recent), after.Git.SinceBaseline)
+	}
+	// A new session's baseline: the commits since it are read anew.
+	gitctxtest.WriteFile(t, dir, "RALPH_TASKS.md", smallTasks+"\n## Session\n\n- status: running\n- baseline: "+head[:10]+"\n")
+	again := report()
+	if again.Git.SinceBaseline == nil || again.Git.SinceBaseline.Baseline != head[:10] || len(again.Git.SinceBaseline.Commits) != 0 {
+		t.Fatalf("after a new baseline: %+v", again.Git.SinceBaseline)
+	}
+}

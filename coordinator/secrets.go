@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -23,11 +22,11 @@ const Redacted = "[redacted]"
 const minSecretLen = 8
 
 // secretNameRe matches the names of variables that hold secrets.
-var secretNameRe = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD)`)
+var secretNameRe = lazyRegexp(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD)`)
 
 // notSecretName matches names that say key or token but hold a path or a
 // git configuration key (GIT_CONFIG_KEY_0=init.defaultBranch), not one.
-var notSecretName = regexp.MustCompile(`(?i)(_(PATH|FILE|DIR)$|^GIT_CONFIG_KEY_[0-9]+$)`)
+var notSecretName = lazyRegexp(`(?i)(_(PATH|FILE|DIR)$|^GIT_CONFIG_KEY_[0-9]+$)`)
 
 // tokenShapes are the shapes of well-known tokens, redacted wherever
 // they come from: OpenAI and Anthropic keys (sk-…), GitHub tokens (ghp_…,
@@ -114,7 +113,7 @@ func SecretsFromEnv(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || len(value) < minSecretLen || !secretNameRe.MatchString(name) || notSecretName.MatchString(name) {
+		if !ok || len(value) < minSecretLen || !secretNameRe().MatchString(name) || notSecretName().MatchString(name) {
 			continue
 		}
 		out = append(out, value)

@@ -53,8 +53,8 @@ func BenchmarkPlainGitStatusBig(b *testing.B) {
 	}
 }
 
-// BenchmarkGoGitStatusBig is the fallback on the same repository, to show
-// why it is only a fallback (go-git/go-git#181, #327).
+// BenchmarkGoGitStatusBig is the status without git on the same
+// repository, to show why it is only a fallback.
 func BenchmarkGoGitStatusBig(b *testing.B) {
 	dir := bigRepo(b)
 	r, err := gitctx.Open(dir, gitctxtest.Runner{})
@@ -118,6 +118,77 @@ func BenchmarkOpenHeadSmall(b *testing.B) {
 		}
 		if h, err := r.Head(); err != nil || h.Branch != "main" {
 			b.Fatalf("head: %+v, %v", h, err)
+		}
+	}
+}
+
+// wideRoot returns the cached repository of 20,000 files and 10 commits
+// whose root commit adds them all, the one issue 14 measured `ralph
+// context` on: a Log that reaches the root commit lists what it changed.
+func wideRoot(b *testing.B) string {
+	b.Helper()
+	gitctxtest.Isolate(b)
+	dir := gitctxtest.CacheDir(20_000, 10)
+	gitctxtest.BigRepo(b, dir, 20_000, 10)
+	return dir
+}
+
+// BenchmarkOpenHeadWide is what every command that shows git facts pays
+// first: Open (which reads HEAD's commit) and Head, in a repository whose
+// pack holds about 20,000 objects.
+func BenchmarkOpenHeadWide(b *testing.B) {
+	dir := wideRoot(b)
+	for b.Loop() {
+		r, err := gitctx.Open(dir, gitctxtest.Runner{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if h, err := r.Head(); err != nil || h.Branch != "main" {
+			b.Fatalf("head: %+v, %v", h, err)
+		}
+		r.Close()
+	}
+}
+
+// BenchmarkContextHistoryWide is the history `ralph context` reads, from
+// Open to Close: Head, Log(10) down to the 20,000-file root commit, and
+// the state-file commits.
+func BenchmarkContextHistoryWide(b *testing.B) {
+	dir := wideRoot(b)
+	ctx := context.Background()
+	for b.Loop() {
+		r, err := gitctx.Open(dir, gitctxtest.Runner{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Head(); err != nil {
+			b.Fatal(err)
+		}
+		log, err := r.Log(ctx, 10)
+		if err != nil || len(log) != 10 {
+			b.Fatalf("log: %d commits, %v", len(log), err)
+		}
+		if _, err := r.StateCommits(ctx, []string{"RALPH_PROGRESS.md", "AGENT.md"}, 5); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+}
+
+// BenchmarkGoGitStatusWide is the status fallback (no git CLI) on the
+// 20,000-file work tree.
+func BenchmarkGoGitStatusWide(b *testing.B) {
+	dir := wideRoot(b)
+	r, err := gitctx.Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	for b.Loop() {
+		st := r.Status(ctx, 10*time.Minute)
+		if !st.Available || st.Source != "go-git" || !st.Clean() {
+			b.Fatalf("status: %+v", st)
 		}
 	}
 }

@@ -18,8 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // ErrHeadMoved reports that the branch moved while ralph was committing
@@ -50,7 +48,6 @@ func (r *Repo) Commit(ctx context.Context, paths []string, msg string, when time
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.repo.Storer
 
 	// The index is locked first, as git does: a git command at work here
 	// (an agent's own commit) makes ralph's commit fail rather than race.
@@ -77,7 +74,7 @@ func (r *Repo) Commit(ctx context.Context, paths []string, msg string, when time
 	}
 
 	// HEAD: a branch (born or not) or a detached commit.
-	headRef, err := s.Reference(plumbing.HEAD)
+	headRef, err := r.st.Reference(plumbing.HEAD)
 	if err != nil {
 		return "", fmt.Errorf("commit: read HEAD: %w", err)
 	}
@@ -86,34 +83,30 @@ func (r *Repo) Commit(ctx context.Context, paths []string, msg string, when time
 		target = headRef.Target()
 	}
 	var parents []plumbing.Hash
-	var base *object.Tree
-	old, err := s.Reference(target)
+	var base *treeObj
+	old, err := r.st.Reference(target)
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
 		old = nil // unborn: the first commit
 	case err != nil:
 		return "", fmt.Errorf("commit: read %s: %w", target, err)
 	default:
-		parent, err := object.GetCommit(s, old.Hash())
+		parent, err := r.db.commit(old.Hash())
 		if err != nil {
-			return "", fmt.Errorf("commit: read %s: %w", old.Hash(), err)
+			return "", fmt.Errorf("commit: %w", err)
 		}
-		if base, err = parent.Tree(); err != nil {
-			return "", fmt.Errorf("commit: read tree: %w", err)
+		if base, err = r.db.tree(parent.tree); err != nil {
+			return "", fmt.Errorf("commit: %w", err)
 		}
-		parents = []plumbing.Hash{parent.Hash}
+		parents = []plumbing.Hash{parent.hash}
 	}
-	tree, _, err := writeTree(s, base, changes)
+	tree, _, err := r.writeTree(base, changes)
 	if err != nil {
 		return "", fmt.Errorf("commit: write tree: %w", err)
 	}
 	sig := r.signature(when)
-	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: parents}
-	obj := s.NewEncodedObject()
-	if err := c.Encode(obj); err != nil {
-		return "", fmt.Errorf("commit: encode: %w", err)
-	}
-	hash, err := s.SetEncodedObject(obj)
+	c := &commitObj{author: sig, committer: sig, message: msg, tree: tree, parents: parents}
+	hash, err := r.writeObject(plumbing.CommitObject, encodeCommit(c))
 	if err != nil {
 		return "", fmt.Errorf("commit: store: %w", err)
 	}
@@ -156,33 +149,32 @@ func (r *Repo) workTreeBlob(path string) (pathChange, error) {
 	default:
 		return pathChange{}, fmt.Errorf("not a file")
 	}
-	s := r.repo.Storer
-	obj := s.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	w, err := obj.Writer()
-	if err != nil {
-		return pathChange{}, err
-	}
-	if _, err := w.Write(data); err != nil {
-		return pathChange{}, err
-	}
-	if err := w.Close(); err != nil {
-		return pathChange{}, err
-	}
-	h, err := s.SetEncodedObject(obj)
+	h, err := r.writeObject(plumbing.BlobObject, data)
 	if err != nil {
 		return pathChange{}, err
 	}
 	return pathChange{hash: h, mode: mode, size: uint32(fi.Size()), mod: fi.ModTime()}, nil
 }
 
-// writeTree writes t with changes applied (paths relative to t) and
-// returns its hash, or empty=true when nothing is left in it.
-func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]pathChange) (_ plumbing.Hash, empty bool, _ error) {
-	entries := map[string]object.TreeEntry{}
+// writeObject stores a loose object (through go-git's storage, which
+// writes it under a temporary name and renames it into place).
+func (r *Repo) writeObject(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(t)
+	if _, err := obj.Write(data); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.st.SetEncodedObject(obj)
+}
+
+// writeTree writes t (nil: an empty tree) with changes applied (paths
+// relative to t) and returns its hash, or empty=true when nothing is left
+// in it.
+func (r *Repo) writeTree(t *treeObj, changes map[string]pathChange) (_ plumbing.Hash, empty bool, _ error) {
+	entries := map[string]treeEntry{}
 	if t != nil {
-		for _, e := range t.Entries {
-			entries[e.Name] = e
+		for _, e := range t.entries {
+			entries[e.name] = e
 		}
 	}
 	sub := map[string]map[string]pathChange{}
@@ -192,7 +184,7 @@ func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]
 			if c.del {
 				delete(entries, name)
 			} else {
-				entries[name] = object.TreeEntry{Name: name, Mode: c.mode, Hash: c.hash}
+				entries[name] = treeEntry{name: name, mode: c.mode, hash: c.hash}
 			}
 			continue
 		}
@@ -202,51 +194,46 @@ func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]
 		sub[name][rest] = c
 	}
 	for name, ch := range sub {
-		var st *object.Tree
-		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
+		var st *treeObj
+		if e, ok := entries[name]; ok && e.mode == filemode.Dir {
 			var err error
-			if st, err = object.GetTree(s, e.Hash); err != nil {
+			if st, err = r.db.tree(e.hash); err != nil {
 				return plumbing.ZeroHash, false, err
 			}
 		}
-		h, gone, err := writeTree(s, st, ch)
+		h, gone, err := r.writeTree(st, ch)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
 		if gone {
 			delete(entries, name)
 		} else {
-			entries[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+			entries[name] = treeEntry{name: name, mode: filemode.Dir, hash: h}
 		}
 	}
 	if len(entries) == 0 && t != nil {
 		return plumbing.ZeroHash, true, nil
 	}
-	list := make([]object.TreeEntry, 0, len(entries))
+	list := make([]treeEntry, 0, len(entries))
 	for _, e := range entries {
 		list = append(list, e)
 	}
 	// Git orders entries by name, a directory as if its name ended in "/".
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
+	key := func(e treeEntry) string {
+		if e.mode == filemode.Dir {
+			return e.name + "/"
 		}
-		return e.Name
+		return e.name
 	}
 	sort.Slice(list, func(i, j int) bool { return key(list[i]) < key(list[j]) })
-	obj := s.NewEncodedObject()
-	if err := (&object.Tree{Entries: list}).Encode(obj); err != nil {
-		return plumbing.ZeroHash, false, err
-	}
-	h, err := s.SetEncodedObject(obj)
+	h, err := r.writeObject(plumbing.TreeObject, encodeTree(list))
 	return h, false, err
 }
 
 // updateIndex makes the index entries of the committed paths match the
 // commit, leaving every other entry alone.
 func (r *Repo) updateIndex(l *lockFile, changes map[string]pathChange) error {
-	s := r.repo.Storer
-	idx, err := s.Index()
+	idx, err := r.st.Index()
 	if err != nil {
 		return err
 	}
@@ -274,7 +261,7 @@ func (r *Repo) setRef(name plumbing.ReferenceName, hash plumbing.Hash, old *plum
 		return err
 	}
 	defer l.abort()
-	cur, err := r.repo.Storer.Reference(name)
+	cur, err := r.st.Reference(name)
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
 		if old != nil {
@@ -305,11 +292,7 @@ type lockFile struct {
 }
 
 func (r *Repo) lockFile(name string) (*lockFile, error) {
-	st, ok := r.repo.Storer.(interface{ Filesystem() billy.Filesystem })
-	if !ok {
-		return nil, errors.New("the git directory is not on disk")
-	}
-	fsys := st.Filesystem()
+	fsys := r.st.Filesystem()
 	f, err := fsys.OpenFile(name+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("%s.lock exists in the git directory: a git command is at work in this repository (or one was killed; if none runs, remove the file)", name)
@@ -352,16 +335,38 @@ func (l *lockFile) abort() {
 	}
 }
 
-// signature is the repository's configured user, else ralph.
-func (r *Repo) signature(when time.Time) object.Signature {
-	sig := object.Signature{Name: "ralph", Email: "ralph@localhost", When: when}
-	if cfg, err := r.repo.ConfigScoped(config.SystemScope); err == nil {
-		if cfg.User.Name != "" {
-			sig.Name = cfg.User.Name
+// signature is the repository's configured user, else the user's, else
+// the system's (git's order), else ralph.
+func (r *Repo) signature(when time.Time) signature {
+	sig := signature{name: "ralph", email: "ralph@localhost", when: when}
+	local, err := r.st.Config()
+	if err != nil {
+		local = config.NewConfig()
+	}
+	name, email := "", ""
+	for _, cfg := range []*config.Config{local, userConfig(config.GlobalScope), userConfig(config.SystemScope)} {
+		if name == "" {
+			name = cfg.User.Name
 		}
-		if cfg.User.Email != "" {
-			sig.Email = cfg.User.Email
+		if email == "" {
+			email = cfg.User.Email
 		}
 	}
+	if name != "" {
+		sig.name = name
+	}
+	if email != "" {
+		sig.email = email
+	}
 	return sig
+}
+
+// userConfig reads the user's and the system's git config (scope), or an
+// empty one when there is none or it cannot be read.
+func userConfig(scope config.Scope) *config.Config {
+	cfg, err := config.LoadConfig(scope)
+	if err != nil {
+		return config.NewConfig()
+	}
+	return cfg
 }

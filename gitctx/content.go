@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -14,14 +13,13 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/utils/diff"
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // FileAt returns the content of the root-relative path at revision rev
-// (anything `git rev-parse` would take for a commit: a hash or prefix, a
-// branch, a tag, HEAD~2). A path absent at rev wraps fs.ErrNotExist; a
+// (a full or abbreviated hash, a branch, a tag, HEAD~2, HASH^2: the forms
+// of `git rev-parse` but reflogs and message searches). A path absent at rev wraps fs.ErrNotExist; a
 // revision that names no commit wraps ErrUnknownRevision.
 func (r *Repo) FileAt(ctx context.Context, rev, p string) (_ []byte, err error) {
 	defer recovered("file at", &err)
@@ -34,50 +32,30 @@ func (r *Repo) FileAt(ctx context.Context, rev, p string) (_ []byte, err error) 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h, err := r.resolve(rev)
+	c, err := r.resolve(rev)
 	if err != nil {
 		return nil, fmt.Errorf("file at: %w", err)
 	}
-	c, err := object.GetCommit(r.repo.Storer, h)
+	tree, err := r.db.tree(c.tree)
 	if err != nil {
-		return nil, fmt.Errorf("read commit %s: %w", h, err)
+		return nil, fmt.Errorf("read tree of %s: %w", c.hash, err)
 	}
-	tree, err := c.Tree()
-	if err != nil {
-		return nil, fmt.Errorf("read tree of %s: %w", h, err)
-	}
-	e, err := tree.FindEntry(clean)
-	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+	e, err := r.db.findEntry(tree, clean)
+	if errors.Is(err, errNoEntry) {
 		return nil, fmt.Errorf("%s at %s: %w", clean, rev, fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("find %s at %s: %w", clean, rev, err)
 	}
-	if !e.Mode.IsFile() {
-		return nil, fmt.Errorf("%s at %s is not a file (mode %s)", clean, rev, e.Mode)
+	if !e.mode.IsFile() {
+		return nil, fmt.Errorf("%s at %s is not a file (mode %s)", clean, rev, e.mode)
 	}
-	// Read the blob directly: Tree.File turns a missing blob (a partial
-	// clone) into "file not found", which would be a lie here.
-	b, err := readBlob(r.repo.Storer, e.Hash)
+	// A missing blob (a partial clone) is an error, not "no such file".
+	b, err := r.db.blob(e.hash)
 	if err != nil {
 		return nil, fmt.Errorf("read %s at %s: %w", clean, rev, err)
 	}
-	return b, nil
-}
-
-func readBlob(s interface {
-	EncodedObject(plumbing.ObjectType, plumbing.Hash) (plumbing.EncodedObject, error)
-}, h plumbing.Hash) ([]byte, error) {
-	obj, err := s.EncodedObject(plumbing.BlobObject, h)
-	if err != nil {
-		return nil, err
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(rd)
+	return bytes.Clone(b), nil // the object reader may keep b in its cache
 }
 
 // diffStat compares the trees of two commits. The caller holds r.mu.
@@ -85,17 +63,15 @@ func (r *Repo) diffStat(ctx context.Context, from, to plumbing.Hash) (DiffStat, 
 	if from == to {
 		return DiffStat{}, nil
 	}
-	trees := make([]*object.Tree, 2)
+	var trees [2]plumbing.Hash
 	for i, h := range []plumbing.Hash{from, to} {
-		c, err := object.GetCommit(r.repo.Storer, h)
+		c, err := r.db.commit(h)
 		if err != nil {
-			return DiffStat{}, fmt.Errorf("read commit %s: %w", h, err)
+			return DiffStat{}, err
 		}
-		if trees[i], err = c.Tree(); err != nil {
-			return DiffStat{}, fmt.Errorf("read tree of %s: %w", h, err)
-		}
+		trees[i] = c.tree
 	}
-	changes, err := diffTrees(ctx, r.repo.Storer, trees[0], trees[1])
+	changes, err := r.diffTrees(ctx, trees[0], trees[1], 0)
 	if err != nil {
 		return DiffStat{}, err
 	}
@@ -124,14 +100,14 @@ func (r *Repo) diffStat(ctx context.Context, from, to plumbing.Hash) (DiffStat, 
 
 // sideContent is what git diffs for one side of a change: the blob, or for
 // a submodule the "Subproject commit" line git prints in its place.
-func (r *Repo) sideContent(p string, e object.TreeEntry) ([]byte, error) {
-	if e.Hash.IsZero() {
+func (r *Repo) sideContent(p string, e treeEntry) ([]byte, error) {
+	if e.hash.IsZero() {
 		return nil, nil // the path does not exist on this side
 	}
-	if e.Mode == filemode.Submodule {
-		return []byte("Subproject commit " + e.Hash.String() + "\n"), nil
+	if e.mode == filemode.Submodule {
+		return []byte("Subproject commit " + e.hash.String() + "\n"), nil
 	}
-	b, err := readBlob(r.repo.Storer, e.Hash)
+	b, err := r.db.blob(e.hash)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}

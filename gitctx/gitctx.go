@@ -10,16 +10,22 @@
 //     missing repository is ErrNotRepo, a bare one ErrBare and a damaged one
 //     ErrCorrupt; callers carry on without git context in every case.
 //   - History (Head, Log, AheadBehind, CommitsSince, StateCommits, FileAt)
-//     is read with go-git, in process. Walks stop quietly at the boundary of
-//     a shallow clone instead of failing with "object not found"
-//     (go-git/go-git#2409), and every walk honours its context.
+//     is read in process: references, config, the shallow list and the
+//     index through go-git's storage, objects by gitctx's own reader of
+//     git's formats (objects.go, odb.go), which maps pack indexes instead
+//     of decoding them and leaves go-git's root and object packages, with
+//     their network, SSH and OpenPGP dependencies, out of ralph (issue
+//     14). Walks stop quietly at the boundary of a shallow clone instead
+//     of failing with "object not found" (go-git/go-git#2409), and every
+//     walk honours its context. A commit lists at most MaxFiles of the
+//     paths it changed.
 //   - Work-tree state (Status, IsDirty) is read with the git CLI when it is
-//     installed, because go-git's Worktree.Status is slow on large trees,
-//     cannot be cancelled and ignores the global gitignore
-//     (go-git/go-git#181, #327, #795). gitctx starts no process itself:
-//     the caller passes a Runner to Open and CLIStatus. Without git (or
-//     without a Runner) it falls back to go-git, bounded by a timeout.
-//     Status never blocks past its timeout.
+//     installed: it honours every ignore source, filter and setting git
+//     has. gitctx starts no process itself: the caller passes a Runner to
+//     Open and CLIStatus. Without git (or without a Runner) it falls back
+//     to its own reading of the index, HEAD's tree and the work tree
+//     (fallback.go), bounded by a timeout. Status never blocks past its
+//     timeout.
 //   - Only Commit writes to the repository: new objects, the branch it
 //     moves and the index entries of the paths it commits, each ref and
 //     the index through git's own lock file (NAME.lock, created
@@ -30,20 +36,19 @@
 //     an agent that is committing at the same moment.
 //   - No environment variable is read by gitctx itself. The git CLI gets
 //     the Runner's environment (ralph's, so the user's global config
-//     applies). go-git reads the environment in two places: the fallback
-//     status reads $HOME to find the global gitignore, and Commit reads
-//     $XDG_CONFIG_HOME and $HOME to find the author in the user's git
-//     config.
+//     applies). go-git's packages read the environment in two places:
+//     the fallback status reads $HOME to find the global gitignore, and
+//     Commit reads $XDG_CONFIG_HOME and $HOME to find the author in the
+//     user's git config.
 //
-// A Repo is safe for concurrent use. go-git is not (go-git/go-git#773:
-// concurrent reads race on pack index maps and crash the process), so all
-// go-git access through one Repo is serialised by a mutex.
+// A Repo is safe for concurrent use. Its storage and object reader are
+// not (and go-git's storage is known to race, go-git/go-git#773), so all
+// access through one Repo is serialised by a mutex.
 package gitctx
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,11 +57,9 @@ import (
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
@@ -76,17 +79,24 @@ var (
 	// that does not name a commit in this repository, for instance because
 	// history was rewritten or it lies beyond a shallow clone's boundary.
 	ErrUnknownRevision = errors.New("unknown revision")
+
+	// errUnsupportedFormat reports a repository format ralph cannot read.
+	errUnsupportedFormat = errors.New("unsupported repository format, ralph will carry on without git context")
 )
+
+// gitDirName is the work tree's entry that holds or names the repository.
+const gitDirName = ".git"
 
 // Repo is an open repository with a work tree.
 type Repo struct {
 	root string
-	run  Runner // runs the git CLI; nil: go-git only
+	run  Runner // runs the git CLI; nil: in-process fallbacks only
 
-	mu   sync.Mutex // serialises go-git access (go-git/go-git#773)
-	repo *git.Repository
+	mu sync.Mutex // serialises st and db (go-git/go-git#773)
+	st *filesystem.Storage
+	db *objectDB
 
-	// fallbackBusy is set while a go-git status, abandoned after its
+	// fallbackBusy is set while a fallback status, abandoned after its
 	// timeout, is still running; see Status.
 	fallbackBusy atomic.Bool
 }
@@ -102,7 +112,7 @@ type Head struct {
 // Open finds the repository containing dir. dir may be any directory inside
 // the work tree, including one inside a linked worktree or a submodule.
 // run runs the git CLI for Status and IsDirty; with a nil run they take
-// their go-git fallbacks, as when git is not installed.
+// their in-process fallbacks, as when git is not installed.
 func Open(dir string, run Runner) (_ *Repo, err error) {
 	defer recovered("open "+dir, &err)
 	abs, err := filepath.Abs(dir)
@@ -120,11 +130,11 @@ func Open(dir string, run Runner) (_ *Repo, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", abs, err)
 	}
-	repo, err := openGoGit(root)
+	st, db, err := openStorage(root)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", root, err)
 	}
-	r := &Repo{root: root, run: run, repo: repo}
+	r := &Repo{root: root, run: run, st: st, db: db}
 	if err := r.checkHead(); err != nil {
 		_ = r.Close()
 		return nil, fmt.Errorf("open %s: %w: %w", root, ErrCorrupt, err)
@@ -132,30 +142,26 @@ func Open(dir string, run Runner) (_ *Repo, err error) {
 	return r, nil
 }
 
-// recovered turns a panic inside go-git into an ErrCorrupt error. go-git
-// has panicked on malformed objects and packfiles before, and a damaged
+// recovered turns a panic while reading the repository into an ErrCorrupt
+// error. go-git has panicked on malformed data before, and a damaged
 // repository must cost ralph its git context, not the whole process.
 func recovered(what string, err *error) {
 	if p := recover(); p != nil {
-		*err = fmt.Errorf("%s: %w: go-git panicked: %v", what, ErrCorrupt, p)
+		*err = fmt.Errorf("%s: %w: panicked: %v", what, ErrCorrupt, p)
 	}
 }
 
 // findRoot walks up from dir the way git's own discovery does: the first
 // directory holding a .git (directory or file) is the work tree root; a
 // directory that is itself a git directory without one is bare.
-//
-// go-git's DetectDotGit cannot be used for this on its own: it only looks for
-// ".git" entries, so a bare repository surfaces as "repository does not
-// exist" and could not be told apart from no repository at all.
 func findRoot(dir string) (string, error) {
 	for d := dir; ; {
-		_, err := os.Stat(filepath.Join(d, git.GitDirName))
+		_, err := os.Stat(filepath.Join(d, gitDirName))
 		if err == nil {
 			return d, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("stat %s: %w", filepath.Join(d, git.GitDirName), err)
+			return "", fmt.Errorf("stat %s: %w", filepath.Join(d, gitDirName), err)
 		}
 		if isGitDir(d) {
 			return "", ErrBare
@@ -185,7 +191,7 @@ func isGitDir(d string) bool {
 // a reader that only walks history, so refusing to open over them (as
 // go-git v5 does for any extension under repositoryformatversion 1) would
 // needlessly cost the user their git context. objectFormat (SHA-256) is
-// deliberately absent: go-git v5 cannot read such repositories.
+// deliberately absent: gitctx reads SHA-1 repositories only.
 var readOnlySafeExtensions = map[string]bool{
 	"noop":              true,
 	"noop-v1":           true,
@@ -195,95 +201,77 @@ var readOnlySafeExtensions = map[string]bool{
 	"relativeworktrees": true,
 }
 
-// openGoGit opens the repository whose work tree is root: .git may be a
+// extensionsValidForV0 are the extensions git honours under
+// repositoryformatversion 0, having had them before version 1 existed;
+// any other there is an error, as in git and go-git.
+var extensionsValidForV0 = map[string]bool{
+	"noop":            true,
+	"partialclone":    true,
+	"preciousobjects": true,
+	"worktreeconfig":  true,
+}
+
+// openStorage opens the repository whose work tree is root: .git may be a
 // directory or, in a linked worktree or submodule, a file naming the git
 // directory, which for a linked worktree names the shared one in its
-// commondir file.
-//
-// This is git.PlainOpenWithOptions (DetectDotGit, EnableDotGitCommonDir)
-// spelled out, because that function offers no storage options: without
-// MaxOpenDescriptors go-git opens, reads the header of and closes the
-// packfile for every object it reads, which on a 20,000-commit repository
-// nearly doubled Log and tripled StateCommits times.
-func openGoGit(root string) (*git.Repository, error) {
+// commondir file. References, config, the index and the shallow list are
+// read through go-git's storage; objects through gitctx's objectDB. Like
+// git.Open it refuses a git directory without HEAD, an unparsable config
+// and repository formats it cannot read.
+func openStorage(root string) (*filesystem.Storage, *objectDB, error) {
 	dot, err := dotGitFS(root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	repoFS := dot
+	repoFS, objects := dot, dot.Root()
 	common, err := commonDir(dot)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if common != nil {
-		repoFS = dotgit.NewRepositoryFilesystem(dot, common)
+		repoFS, objects = dotgit.NewRepositoryFilesystem(dot, common), common.Root()
 	}
-	st := filesystem.NewStorageWithOptions(repoFS, cache.NewObjectLRUDefault(), filesystem.Options{
-		// Packfiles stay open between reads, at most this many at once;
-		// Repo.Close releases them.
-		MaxOpenDescriptors: 16,
-	})
-	wt := osfs.New(root)
-	repo, err := git.Open(st, wt)
-	switch {
-	case err == nil:
-		return repo, nil
-	case errors.Is(err, git.ErrUnknownExtension):
-		return openLenient(st, wt, err)
-	case errors.Is(err, git.ErrUnsupportedRepositoryFormatVersion),
-		errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion):
+	// The storage's own object reading is unused (see objectDB); its
+	// cache only serves the objects Commit writes.
+	st := filesystem.NewStorage(repoFS, cache.NewObjectLRU(0))
+	if err := checkFormat(st); err != nil {
 		_ = st.Close()
-		return nil, fmt.Errorf("unsupported repository format, ralph will carry on without git context: %w", err)
-	case errors.Is(err, git.ErrRepositoryNotExists):
-		// .git exists (findRoot saw it): go-git says this when HEAD is gone.
-		_ = st.Close()
-		return nil, fmt.Errorf("%w: no HEAD in the git directory", ErrCorrupt)
-	default:
-		_ = st.Close()
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, nil, err
 	}
+	return st, newObjectDB(filepath.Join(objects, "objects")), nil
 }
 
-// openLenient opens a repository whose config lists extensions go-git v5
-// refuses (any extension at all under repositoryformatversion 1), when
-// every one of them is harmless for reading.
-func openLenient(st *filesystem.Storage, wt billy.Filesystem, cause error) (*git.Repository, error) {
+// checkFormat is git.Open's check, with readOnlySafeExtensions allowed.
+func checkFormat(st *filesystem.Storage) error {
+	if _, err := st.Reference(plumbing.HEAD); errors.Is(err, plumbing.ErrReferenceNotFound) {
+		// .git exists (findRoot saw it): HEAD is gone.
+		return fmt.Errorf("%w: no HEAD in the git directory", ErrCorrupt)
+	}
 	cfg, err := st.Config()
 	if err != nil {
-		_ = st.Close()
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if cfg.Raw.HasSection("extensions") {
-		for _, o := range cfg.Raw.Section("extensions").Options {
-			if !readOnlySafeExtensions[strings.ToLower(o.Key)] {
-				_ = st.Close()
-				return nil, fmt.Errorf("unsupported repository format, ralph will carry on without git context: %w", cause)
-			}
+	version := cfg.Core.RepositoryFormatVersion
+	if version != "" && version != "0" && version != "1" {
+		return fmt.Errorf("%w: core.repositoryformatversion %q", errUnsupportedFormat, version)
+	}
+	if !cfg.Raw.HasSection("extensions") {
+		return nil
+	}
+	for _, o := range cfg.Raw.Section("extensions").Options {
+		ext := strings.ToLower(o.Key)
+		if (version == "" || version == "0") && !extensionsValidForV0[ext] {
+			return fmt.Errorf("%w: extension %s needs core.repositoryformatversion 1", errUnsupportedFormat, o.Key)
+		}
+		if !readOnlySafeExtensions[ext] {
+			return fmt.Errorf("%w: unknown extension %s", errUnsupportedFormat, o.Key)
 		}
 	}
-	repo, err := git.Open(lenientStorage{st}, wt)
-	if err != nil {
-		_ = st.Close()
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
-	return repo, nil
-}
-
-// lenientStorage hides the [extensions] section from go-git's format check.
-type lenientStorage struct{ *filesystem.Storage }
-
-func (s lenientStorage) Config() (*config.Config, error) {
-	cfg, err := s.Storage.Config()
-	if err != nil {
-		return nil, err
-	}
-	// The storage parses the file on every call, so this copy is ours.
-	cfg.Raw.RemoveSection("extensions")
-	return cfg, nil
+	return nil
 }
 
 func dotGitFS(root string) (billy.Filesystem, error) {
-	p := filepath.Join(root, git.GitDirName)
+	p := filepath.Join(root, gitDirName)
 	fi, err := os.Stat(p)
 	if err != nil {
 		return nil, err
@@ -330,7 +318,7 @@ func commonDir(dot billy.Filesystem) (billy.Filesystem, error) {
 // repository is reported once, at Open, rather than as a string of odd
 // failures later.
 func (r *Repo) checkHead() error {
-	ref, err := r.repo.Storer.Reference(plumbing.HEAD)
+	ref, err := r.st.Reference(plumbing.HEAD)
 	if err != nil {
 		return fmt.Errorf("read HEAD: %w", err)
 	}
@@ -340,7 +328,7 @@ func (r *Repo) checkHead() error {
 		if !strings.HasPrefix(ref.Target().String(), "refs/") {
 			return fmt.Errorf("HEAD points at %q, which is not a ref", ref.Target())
 		}
-		target, err := r.repo.Reference(ref.Target(), true)
+		target, err := storer.ResolveReference(r.st, ref.Target())
 		if errors.Is(err, plumbing.ErrReferenceNotFound) {
 			return nil // unborn branch: a fresh repository
 		}
@@ -357,21 +345,19 @@ func (r *Repo) checkHead() error {
 		// go-git decodes any unparsable HEAD content as the zero hash.
 		return errors.New("HEAD does not name a commit")
 	}
-	if _, err := object.GetCommit(r.repo.Storer, h); err != nil {
+	if _, err := r.db.commit(h); err != nil {
 		return fmt.Errorf("read HEAD commit %s: %w", h, err)
 	}
 	return nil
 }
 
-// Close releases the packfiles the Repo keeps open. The Repo must not be
-// used afterwards.
+// Close releases the pack files and indexes the Repo keeps open. The Repo
+// must not be used afterwards.
 func (r *Repo) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.repo.Storer.(io.Closer); ok {
-		if err := c.Close(); err != nil {
-			return fmt.Errorf("close: %w", err)
-		}
+	if err := errors.Join(r.db.close(), r.st.Close()); err != nil {
+		return fmt.Errorf("close: %w", err)
 	}
 	return nil
 }
@@ -384,7 +370,7 @@ func (r *Repo) Head() (_ Head, err error) {
 	defer recovered("head", &err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ref, err := r.repo.Storer.Reference(plumbing.HEAD)
+	ref, err := r.st.Reference(plumbing.HEAD)
 	if err != nil {
 		return Head{}, fmt.Errorf("read HEAD: %w", err)
 	}
@@ -392,7 +378,7 @@ func (r *Repo) Head() (_ Head, err error) {
 		return Head{Hash: ref.Hash().String(), Detached: true}, nil
 	}
 	h := Head{Branch: strings.TrimPrefix(ref.Target().String(), "refs/heads/")}
-	target, err := r.repo.Reference(ref.Target(), true)
+	target, err := storer.ResolveReference(r.st, ref.Target())
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		h.Unborn = true
 		return h, nil
@@ -406,8 +392,12 @@ func (r *Repo) Head() (_ Head, err error) {
 
 // headHash returns the commit HEAD resolves to, or ok=false when unborn.
 // The caller holds r.mu.
-func (r *Repo) headHash() (plumbing.Hash, bool, error) {
-	ref, err := r.repo.Head()
+func (r *Repo) headHash() (plumbing.Hash, bool, error) { return resolveHead(r.st) }
+
+// resolveHead returns the commit HEAD resolves to, or ok=false when
+// unborn.
+func resolveHead(st storer.ReferenceStorer) (plumbing.Hash, bool, error) {
+	ref, err := storer.ResolveReference(st, plumbing.HEAD)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return plumbing.ZeroHash, false, nil
 	}
@@ -415,33 +405,4 @@ func (r *Repo) headHash() (plumbing.Hash, bool, error) {
 		return plumbing.ZeroHash, false, fmt.Errorf("read HEAD: %w", err)
 	}
 	return ref.Hash(), true, nil
-}
-
-// resolve turns a revision into a commit hash, peeling annotated tags.
-// The caller holds r.mu.
-func (r *Repo) resolve(rev string) (plumbing.Hash, error) {
-	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("resolve %q: %w: %w", rev, ErrUnknownRevision, err)
-	}
-	obj, err := r.repo.Storer.EncodedObject(plumbing.AnyObject, *h)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("resolve %q: %w: %w", rev, ErrUnknownRevision, err)
-	}
-	switch obj.Type() {
-	case plumbing.CommitObject:
-		return *h, nil
-	case plumbing.TagObject:
-		tag, err := object.DecodeTag(r.repo.Storer, obj)
-		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("resolve %q: %w", rev, err)
-		}
-		c, err := tag.Commit()
-		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("resolve %q: %w: %w", rev, ErrUnknownRevision, err)
-		}
-		return c.Hash, nil
-	default:
-		return plumbing.ZeroHash, fmt.Errorf("resolve %q: %w: names a %s, not a commit", rev, ErrUnknownRevision, obj.Type())
-	}
 }

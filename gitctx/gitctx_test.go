@@ -604,9 +604,9 @@ func TestStatusGlobalGitignore(t *testing.T) {
 	}
 	equal(t, "untracked", st.Untracked, []string{"keep.txt"})
 
-	// go-git's fallback finds the global gitignore only through
-	// ~/.gitconfig, not GIT_CONFIG_GLOBAL; gitctx feeds it that and
-	// info/exclude, which Worktree.Status would otherwise ignore.
+	// The fallback finds the global gitignore only through ~/.gitconfig
+	// (go-git's gitignore.LoadGlobalPatterns), not GIT_CONFIG_GLOBAL; it
+	// reads info/exclude too.
 	t.Run("go-git fallback", func(t *testing.T) {
 		home := os.Getenv("HOME")
 		gt.WriteFile(t, home, ".gitconfig", "[core]\n\texcludesFile = "+ignore+"\n")

@@ -11,9 +11,14 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
+
+// MaxFiles is the most paths a Commit lists in Files. A commit that adds a
+// whole project (20,000 files, say) would otherwise make every reader of
+// recent history walk its whole tree and `ralph context --json` weigh
+// hundreds of kilobytes (issue 14).
+const MaxFiles = 100
 
 // Commit is one commit as ralph shows it.
 type Commit struct {
@@ -23,10 +28,12 @@ type Commit struct {
 	Time    time.Time // author date
 	Subject string    // first paragraph of the message, on one line
 	// Files lists the paths the commit changed relative to its first
-	// parent (all paths for a root commit), sorted. It is nil for a commit
-	// at a shallow clone's boundary: its parent is not in the clone, so
-	// what it changed is unknown.
-	Files []string
+	// parent (all paths for a root commit), sorted: all of them, or
+	// MaxFiles of them and FilesMore set (Repo.Changed lists them all).
+	// It is nil for a commit at a shallow clone's boundary: its parent is
+	// not in the clone, so what it changed is unknown.
+	Files     []string
+	FilesMore bool // the commit changed more paths than Files lists
 }
 
 // DiffStat summarises a diff the way `git diff --shortstat --no-renames`
@@ -59,7 +66,7 @@ func (r *Repo) Log(ctx context.Context, n int) (_ []Commit, err error) {
 		if err != nil {
 			return out, err
 		}
-		cm, err := r.toCommit(ctx, c, parents, w.shallow[c.Hash])
+		cm, err := r.toCommit(ctx, c, parents, w.shallow[c.hash], nil)
 		if err != nil {
 			return out, err
 		}
@@ -88,7 +95,7 @@ func (r *Repo) CommitsSince(ctx context.Context, baseline string) (_ []Commit, _
 	if err != nil {
 		return nil, DiffStat{}, err
 	}
-	onlyHead, _, err := w.paint(ctx, head, base, flagB)
+	onlyHead, _, err := w.paint(ctx, head, base.hash, flagB)
 	if err != nil {
 		return nil, DiffStat{}, fmt.Errorf("commits since %s: %w", baseline, err)
 	}
@@ -98,13 +105,13 @@ func (r *Repo) CommitsSince(ctx context.Context, baseline string) (_ []Commit, _
 		if err != nil {
 			return nil, DiffStat{}, err
 		}
-		cm, err := r.toCommit(ctx, c, parents, w.shallow[c.Hash])
+		cm, err := r.toCommit(ctx, c, parents, w.shallow[c.hash], nil)
 		if err != nil {
 			return nil, DiffStat{}, err
 		}
 		out = append(out, cm)
 	}
-	stat, err := r.diffStat(ctx, base, head)
+	stat, err := r.diffStat(ctx, base.hash, head)
 	if err != nil {
 		return nil, DiffStat{}, fmt.Errorf("diff %s..HEAD: %w", baseline, err)
 	}
@@ -124,7 +131,7 @@ func (r *Repo) AheadBehind(ctx context.Context) (ahead, behind int, ok bool) {
 	}()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ref, err := r.repo.Storer.Reference(plumbing.HEAD)
+	ref, err := r.st.Reference(plumbing.HEAD)
 	if err != nil || ref.Type() != plumbing.SymbolicReference || !ref.Target().IsBranch() {
 		return 0, 0, false
 	}
@@ -136,7 +143,7 @@ func (r *Repo) AheadBehind(ctx context.Context) (ahead, behind int, ok bool) {
 	if !found {
 		return 0, 0, false
 	}
-	up, err := r.repo.Reference(upName, true)
+	up, err := storer.ResolveReference(r.st, upName)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -154,7 +161,7 @@ func (r *Repo) AheadBehind(ctx context.Context) (ahead, behind int, ok bool) {
 // upstream maps branch.<name>.remote/merge to the local ref that tracks it,
 // through the remote's fetch refspecs as git does. The caller holds r.mu.
 func (r *Repo) upstream(branch string) (plumbing.ReferenceName, bool) {
-	cfg, err := r.repo.Config()
+	cfg, err := r.st.Config()
 	if err != nil {
 		return "", false
 	}
@@ -205,15 +212,15 @@ func (r *Repo) StateCommits(ctx context.Context, paths []string, n int) (_ []Com
 	// Each commit's entries are needed once as a child and once per child
 	// as a parent; remembering them halves the tree reads.
 	keys := map[plumbing.Hash][]entryID{}
-	key := func(c *object.Commit) ([]entryID, error) {
-		if k, ok := keys[c.Hash]; ok {
+	key := func(c *commitObj) ([]entryID, error) {
+		if k, ok := keys[c.hash]; ok {
 			return k, nil
 		}
-		k, err := pathEntries(c, clean)
+		k, err := r.pathEntries(c, clean)
 		if err != nil {
 			return nil, err
 		}
-		keys[c.Hash] = k
+		keys[c.hash] = k
 		return k, nil
 	}
 	var out []Commit
@@ -222,7 +229,7 @@ func (r *Repo) StateCommits(ctx context.Context, paths []string, n int) (_ []Com
 		if err != nil {
 			return out, err
 		}
-		if w.shallow[c.Hash] {
+		if w.shallow[c.hash] {
 			continue
 		}
 		ck, err := key(c)
@@ -230,11 +237,9 @@ func (r *Repo) StateCommits(ctx context.Context, paths []string, n int) (_ []Com
 			return out, err
 		}
 		touched := true
-		if len(parents) == 0 {
-			touched = slices.ContainsFunc(ck, func(e entryID) bool { return !e.hash.IsZero() })
-		}
-		for _, p := range parents {
-			if p.TreeHash == c.TreeHash {
+		var first []entryID // the first parent's, or none for a root
+		for i, p := range parents {
+			if p.tree == c.tree {
 				touched = false
 				break
 			}
@@ -242,18 +247,24 @@ func (r *Repo) StateCommits(ctx context.Context, paths []string, n int) (_ []Com
 			if err != nil {
 				return out, err
 			}
+			if i == 0 {
+				first = pk
+			}
 			if slices.Equal(pk, ck) {
 				touched = false
 				break
 			}
 		}
+		if len(parents) == 0 {
+			touched = slices.ContainsFunc(ck, func(e entryID) bool { return !e.hash.IsZero() })
+		}
 		// c's children were (barring clock skew) popped before it, so its
 		// entry is done with; if not, it is just read again.
-		delete(keys, c.Hash)
+		delete(keys, c.hash)
 		if !touched {
 			continue
 		}
-		cm, err := r.toCommit(ctx, c, parents, false)
+		cm, err := r.toCommit(ctx, c, parents, false, changedOf(clean, ck, first))
 		if err != nil {
 			return out, err
 		}
@@ -267,58 +278,126 @@ type entryID struct {
 	mode filemode.FileMode
 }
 
-func pathEntries(c *object.Commit, paths []string) ([]entryID, error) {
-	tree, err := c.Tree()
+func (r *Repo) pathEntries(c *commitObj, paths []string) ([]entryID, error) {
+	tree, err := r.db.tree(c.tree)
 	if err != nil {
-		return nil, fmt.Errorf("read tree of %s: %w", c.Hash, err)
+		return nil, fmt.Errorf("read tree of %s: %w", c.hash, err)
 	}
 	out := make([]entryID, len(paths))
 	for i, p := range paths {
-		e, err := tree.FindEntry(p)
+		e, err := r.db.findEntry(tree, p)
 		switch {
 		case err == nil:
-			out[i] = entryID{e.Hash, e.Mode}
-		case errors.Is(err, object.ErrEntryNotFound), errors.Is(err, object.ErrDirectoryNotFound):
+			out[i] = entryID{e.hash, e.mode}
+		case errors.Is(err, errNoEntry):
 			// absent: the zero entry
 		default:
-			return nil, fmt.Errorf("find %s in %s: %w", p, c.Hash, err)
+			return nil, fmt.Errorf("find %s in %s: %w", p, c.hash, err)
 		}
 	}
 	return out, nil
 }
 
-// toCommit converts c, listing the files it changed against its first
-// parent. The caller holds r.mu.
-func (r *Repo) toCommit(ctx context.Context, c *object.Commit, parents []*object.Commit, boundary bool) (Commit, error) {
+// changedOf picks the paths whose entries differ between a commit (ck)
+// and its first parent (first; nil for a root commit).
+func changedOf(paths []string, ck, first []entryID) []string {
+	var out []string
+	for i, p := range paths {
+		if first == nil && !ck[i].hash.IsZero() || first != nil && ck[i] != first[i] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// toCommit converts c, listing up to MaxFiles of the paths it changed
+// against its first parent, always including those of must that it
+// changed. The caller holds r.mu.
+func (r *Repo) toCommit(ctx context.Context, c *commitObj, parents []*commitObj, boundary bool, must []string) (Commit, error) {
 	cm := Commit{
-		Hash:    c.Hash.String(),
-		Author:  c.Author.Name,
-		Email:   c.Author.Email,
-		Time:    c.Author.When,
-		Subject: subject(c.Message),
+		Hash:    c.hash.String(),
+		Author:  c.author.name,
+		Email:   c.author.email,
+		Time:    c.author.when,
+		Subject: subject(c.message),
 	}
 	if boundary {
 		return cm, nil
 	}
-	tree, err := c.Tree()
-	if err != nil {
-		return Commit{}, fmt.Errorf("read tree of %s: %w", c.Hash, err)
-	}
-	var ptree *object.Tree // nil for a root commit: everything is new
+	var from plumbing.Hash // none for a root commit: everything is new
 	if len(parents) > 0 {
-		if ptree, err = parents[0].Tree(); err != nil {
-			return Commit{}, fmt.Errorf("read tree of %s: %w", parents[0].Hash, err)
-		}
+		from = parents[0].tree
 	}
-	changes, err := diffTrees(ctx, r.repo.Storer, ptree, tree)
+	changes, err := r.diffTrees(ctx, from, c.tree, MaxFiles+1)
 	if err != nil {
-		return Commit{}, fmt.Errorf("diff %s: %w", c.Hash, err)
+		return Commit{}, fmt.Errorf("diff %s: %w", c.hash, err)
 	}
 	for _, ch := range changes {
 		cm.Files = append(cm.Files, ch.path)
 	}
+	if len(cm.Files) > MaxFiles {
+		cm.Files, cm.FilesMore = capFiles(cm.Files, must), true
+	}
 	slices.Sort(cm.Files)
 	return cm, nil
+}
+
+// capFiles keeps MaxFiles of files, the paths of must among them.
+func capFiles(files, must []string) []string {
+	kept := files[:MaxFiles:MaxFiles]
+	for _, m := range must {
+		if slices.Contains(kept, m) {
+			continue
+		}
+		// Give up the last path that is not itself a must.
+		for i := len(kept) - 1; i >= 0; i-- {
+			if !slices.Contains(must, kept[i]) {
+				kept[i] = m
+				break
+			}
+		}
+	}
+	return kept
+}
+
+// Changed lists every path that differs between the commits from and to
+// name (revisions as FileAt takes them), sorted, without rename
+// detection: `git diff --name-only --no-renames from to`. With from ""
+// it compares to with its first parent (every path, for a root commit),
+// as a Commit's Files does, but with no cap.
+func (r *Repo) Changed(ctx context.Context, from, to string) (_ []string, err error) {
+	defer recovered("changed", &err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tc, err := r.resolve(to)
+	if err != nil {
+		return nil, fmt.Errorf("changed: %w", err)
+	}
+	var base plumbing.Hash
+	switch {
+	case from != "":
+		fc, err := r.resolve(from)
+		if err != nil {
+			return nil, fmt.Errorf("changed: %w", err)
+		}
+		base = fc.tree
+	case len(tc.parents) > 0:
+		p, err := r.db.commit(tc.parents[0])
+		if err != nil {
+			return nil, fmt.Errorf("changed: %w", err)
+		}
+		base = p.tree
+	}
+	changes, err := r.diffTrees(ctx, base, tc.tree, 0)
+	if err != nil {
+		return nil, fmt.Errorf("changed: %w", err)
+	}
+	out := make([]string, 0, len(changes))
+	for _, ch := range changes {
+		out = append(out, ch.path)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // subject is git's %s: the first paragraph with its lines joined by spaces.
@@ -341,7 +420,7 @@ const (
 )
 
 type walker struct {
-	s       storer.EncodedObjectStorer
+	db      *objectDB
 	shallow map[plumbing.Hash]bool
 	q       commitQueue
 	flags   map[plumbing.Hash]uint8
@@ -349,8 +428,8 @@ type walker struct {
 }
 
 func (r *Repo) newWalker() (*walker, error) {
-	w := &walker{s: r.repo.Storer, flags: map[plumbing.Hash]uint8{}}
-	sh, err := r.repo.Storer.Shallow()
+	w := &walker{db: r.db, flags: map[plumbing.Hash]uint8{}}
+	sh, err := r.st.Shallow()
 	if err != nil {
 		return nil, fmt.Errorf("read shallow list: %w", err)
 	}
@@ -364,9 +443,9 @@ func (r *Repo) newWalker() (*walker, error) {
 }
 
 func (w *walker) start(h plumbing.Hash, flag uint8) error {
-	c, err := object.GetCommit(w.s, h)
+	c, err := w.db.commit(h)
 	if err != nil {
-		return fmt.Errorf("read commit %s: %w", h, err)
+		return err
 	}
 	w.mark(c, flag)
 	return nil
@@ -374,11 +453,11 @@ func (w *walker) start(h plumbing.Hash, flag uint8) error {
 
 // mark adds flag to c and queues it if that changed anything, so that new
 // reachability propagates to its ancestors.
-func (w *walker) mark(c *object.Commit, flag uint8) {
-	if w.flags[c.Hash]&flag == flag {
+func (w *walker) mark(c *commitObj, flag uint8) {
+	if w.flags[c.hash]&flag == flag {
 		return
 	}
-	w.flags[c.Hash] |= flag
+	w.flags[c.hash] |= flag
 	w.seq++
 	heap.Push(&w.q, queued{c, w.seq})
 }
@@ -400,11 +479,11 @@ func (r *Repo) walkFromHead() (*walker, error) {
 	return w, nil
 }
 
-func (w *walker) pop() *object.Commit { return heap.Pop(&w.q).(queued).c }
+func (w *walker) pop() *commitObj { return heap.Pop(&w.q).(queued).c }
 
 // next takes the newest queued commit and queues its parents, for a walk
 // of everything reachable (op names the walk in errors).
-func (w *walker) next(ctx context.Context, op string) (*object.Commit, []*object.Commit, error) {
+func (w *walker) next(ctx context.Context, op string) (*commitObj, []*commitObj, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -422,15 +501,15 @@ func (w *walker) next(ctx context.Context, op string) (*object.Commit, []*object
 // parents loads c's parents. A commit on the shallow boundary has none
 // here: its parents were never fetched, and looking them up is exactly the
 // "object not found" go-git's own Log fails with (go-git/go-git#2409).
-func (w *walker) parents(c *object.Commit) ([]*object.Commit, error) {
-	if w.shallow[c.Hash] {
+func (w *walker) parents(c *commitObj) ([]*commitObj, error) {
+	if w.shallow[c.hash] {
 		return nil, nil
 	}
-	out := make([]*object.Commit, 0, len(c.ParentHashes))
-	for _, h := range c.ParentHashes {
-		p, err := object.GetCommit(w.s, h)
+	out := make([]*commitObj, 0, len(c.parents))
+	for _, h := range c.parents {
+		p, err := w.db.commit(h)
 		if err != nil {
-			return nil, fmt.Errorf("read parent %s of %s: %w", h, c.Hash, err)
+			return nil, fmt.Errorf("read parent %s of %s: %w", h, c.hash, err)
 		}
 		out = append(out, p)
 	}
@@ -442,7 +521,7 @@ func (w *walker) parents(c *object.Commit) ([]*object.Commit, error) {
 // few more steps of slop, as git does, to tolerate clock skew between
 // commits. It returns, in walk order, the commits reached only from a and
 // only from b.
-func (w *walker) paint(ctx context.Context, a, b plumbing.Hash, stop uint8) (onlyA, onlyB []*object.Commit, err error) {
+func (w *walker) paint(ctx context.Context, a, b plumbing.Hash, stop uint8) (onlyA, onlyB []*commitObj, err error) {
 	if err := w.start(a, flagA); err != nil {
 		return nil, nil, err
 	}
@@ -451,7 +530,7 @@ func (w *walker) paint(ctx context.Context, a, b plumbing.Hash, stop uint8) (onl
 	}
 	const maxSlop = 5
 	slop := maxSlop
-	var order []*object.Commit
+	var order []*commitObj
 	popped := map[plumbing.Hash]bool{}
 	for w.q.Len() > 0 {
 		if err := ctx.Err(); err != nil {
@@ -465,11 +544,11 @@ func (w *walker) paint(ctx context.Context, a, b plumbing.Hash, stop uint8) (onl
 			slop = maxSlop
 		}
 		c := w.pop()
-		if !popped[c.Hash] {
-			popped[c.Hash] = true
+		if !popped[c.hash] {
+			popped[c.hash] = true
 			order = append(order, c)
 		}
-		f := w.flags[c.Hash] & (flagA | flagB)
+		f := w.flags[c.hash] & (flagA | flagB)
 		parents, err := w.parents(c)
 		if err != nil {
 			return nil, nil, err
@@ -479,7 +558,7 @@ func (w *walker) paint(ctx context.Context, a, b plumbing.Hash, stop uint8) (onl
 		}
 	}
 	for _, c := range order {
-		switch w.flags[c.Hash] & (flagA | flagB) {
+		switch w.flags[c.hash] & (flagA | flagB) {
 		case flagA:
 			onlyA = append(onlyA, c)
 		case flagB:
@@ -491,7 +570,7 @@ func (w *walker) paint(ctx context.Context, a, b plumbing.Hash, stop uint8) (onl
 
 func (w *walker) allHave(mask uint8) bool {
 	for _, e := range w.q {
-		if w.flags[e.c.Hash]&mask != mask {
+		if w.flags[e.c.hash]&mask != mask {
 			return false
 		}
 	}
@@ -499,7 +578,7 @@ func (w *walker) allHave(mask uint8) bool {
 }
 
 type queued struct {
-	c   *object.Commit
+	c   *commitObj
 	seq int
 }
 
@@ -509,7 +588,7 @@ type commitQueue []queued
 
 func (q commitQueue) Len() int { return len(q) }
 func (q commitQueue) Less(i, j int) bool {
-	ti, tj := q[i].c.Committer.When, q[j].c.Committer.When
+	ti, tj := q[i].c.committer.when, q[j].c.committer.when
 	if !ti.Equal(tj) {
 		return ti.After(tj)
 	}

@@ -1,32 +1,33 @@
 package gitctx
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-billy/v5/osfs"
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // DefaultStatusTimeout is used by Status when given a timeout <= 0.
 const DefaultStatusTimeout = 2 * time.Second
 
+// Where a Status came from.
+const (
+	SourceCLI = "git" // the git CLI
+	// SourceFallback is gitctx's own reading, without git (the name is
+	// from when go-git's Worktree.Status did it; scripts read it).
+	SourceFallback = "go-git"
+)
+
 // Status is the state of the work tree against HEAD.
 type Status struct {
 	Available bool   // false: the lists are empty because status could not be read
-	Source    string // "git" (the CLI) or "go-git"
+	Source    string // SourceCLI or SourceFallback
 	// Paths relative to the work tree root, slash-separated, sorted.
 	// Modified includes type changes and submodules with new commits or
 	// changes inside. A rename is reported as a deletion plus an addition.
@@ -60,10 +61,7 @@ var statusArgs = []string{
 // fails: problems are reported as Available=false with a Reason.
 //
 // It runs `git status` when git is installed. Otherwise, or if git fails,
-// it runs go-git's status in a goroutine; that cannot be cancelled, so on
-// timeout it is abandoned to finish in the background, and until it does
-// further fallback calls on this Repo report unavailable rather than pile
-// up more of them.
+// it reads the index and the work tree itself (fallbackStatus).
 func (r *Repo) Status(ctx context.Context, timeout time.Duration) Status {
 	if timeout <= 0 {
 		timeout = DefaultStatusTimeout
@@ -79,8 +77,7 @@ func (r *Repo) Status(ctx context.Context, timeout time.Duration) Status {
 // work tree: porcelain paths are relative to the work tree root). It needs
 // no Repo, so a caller can start it before Open and let it run while go-git
 // reads the history; ErrNoCLI means git is not installed (or run is nil)
-// or failed, and the caller should use Repo.StatusAfter for the go-git
-// fallback.
+// or failed, and the caller should use Repo.StatusAfter for the fallback.
 func CLIStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (Status, error) {
 	if timeout <= 0 {
 		timeout = DefaultStatusTimeout
@@ -91,7 +88,7 @@ func CLIStatus(ctx context.Context, run Runner, dir string, timeout time.Duratio
 }
 
 // ErrNoCLI reports that the git CLI is missing or failed, so its status is
-// not to be had; go-git's may be.
+// not to be had; the fallback's may be.
 var ErrNoCLI = errors.New("git status unavailable from the git CLI")
 
 // errNoGit reports that there is no git CLI to run: no Runner, or git is
@@ -109,8 +106,8 @@ func findGit(run Runner) error {
 	return nil
 }
 
-// StatusAfter completes a CLIStatus: it returns st, or go-git's status when
-// the CLI could not give one (err wraps ErrNoCLI).
+// StatusAfter completes a CLIStatus: it returns st, or the fallback's
+// status when the CLI could not give one (err wraps ErrNoCLI).
 func (r *Repo) StatusAfter(ctx context.Context, timeout time.Duration, st Status, err error) Status {
 	if timeout <= 0 {
 		timeout = DefaultStatusTimeout
@@ -124,7 +121,7 @@ func (r *Repo) orFallback(ctx context.Context, timeout time.Duration, st Status,
 	if err == nil || !errors.Is(err, ErrNoCLI) {
 		return st
 	}
-	fb := r.goGitStatus(ctx, timeout)
+	fb := r.fallback(ctx, timeout)
 	if !fb.Available && !errors.Is(err, errNoGit) {
 		fb.Reason += fmt.Sprintf(" (git status also failed: %v)", err)
 	}
@@ -133,8 +130,9 @@ func (r *Repo) orFallback(ctx context.Context, timeout time.Duration, st Status,
 
 // cliStatus runs git status in dir. An error wrapping ErrNoCLI means git is
 // missing or failed (e.g. "detected dubious ownership" on a checkout owned
-// by another user, which go-git does not check); a timeout is a Status
-// with a Reason, not an error, since go-git would only be slower.
+// by another user, which the fallback does not check); a timeout is a
+// Status with a Reason, not an error, since the fallback would only be
+// slower.
 func cliStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (Status, error) {
 	if err := findGit(run); err != nil {
 		return Status{}, fmt.Errorf("%w: %w", ErrNoCLI, err)
@@ -143,13 +141,13 @@ func cliStatus(ctx context.Context, run Runner, dir string, timeout time.Duratio
 	if err == nil {
 		st, perr := parsePorcelainV2(out)
 		if perr != nil {
-			return Status{Source: "git", Reason: "status unavailable: " + perr.Error()}, nil
+			return Status{Source: SourceCLI, Reason: "status unavailable: " + perr.Error()}, nil
 		}
-		st.Available, st.Source = true, "git"
+		st.Available, st.Source = true, SourceCLI
 		return st, nil
 	}
 	if ctx.Err() != nil {
-		return Status{Source: "git", Reason: unavailableReason(ctx, timeout)}, nil
+		return Status{Source: SourceCLI, Reason: unavailableReason(ctx, timeout)}, nil
 	}
 	return Status{}, fmt.Errorf("%w: %w", ErrNoCLI, err)
 }
@@ -265,13 +263,17 @@ func (st *Status) sort() {
 	}
 }
 
-// goGitStatus is the fallback for machines without git.
-func (r *Repo) goGitStatus(ctx context.Context, timeout time.Duration) Status {
+// fallback is the status for machines without git (fallback.go). It runs
+// in a goroutine so that Status returns by its deadline even when a file
+// read blocks (a hung network mount); the scan itself stops at ctx's end.
+// Until an abandoned one returns, further calls report unavailable rather
+// than pile up more of them.
+func (r *Repo) fallback(ctx context.Context, timeout time.Duration) Status {
 	if ctx.Err() != nil {
-		return Status{Source: "go-git", Reason: unavailableReason(ctx, timeout)}
+		return Status{Source: SourceFallback, Reason: unavailableReason(ctx, timeout)}
 	}
 	if !r.fallbackBusy.CompareAndSwap(false, true) {
-		return Status{Source: "go-git", Reason: "status unavailable: an earlier go-git status that timed out is still running"}
+		return Status{Source: SourceFallback, Reason: "status unavailable: an earlier status without git that timed out is still running"}
 	}
 	type result struct {
 		st  Status
@@ -279,92 +281,26 @@ func (r *Repo) goGitStatus(ctx context.Context, timeout time.Duration) Status {
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer r.fallbackBusy.Store(false)
-		st, err := goGitStatus(r.root)
-		done <- result{st, err}
+		var res result
+		func() {
+			defer r.fallbackBusy.Store(false) // before the result is seen
+			res.st, res.err = fallbackStatus(ctx, r.root)
+		}()
+		done <- res
 	}()
 	select {
 	case res := <-done:
 		if res.err != nil {
-			return Status{Source: "go-git", Reason: "status unavailable: " + res.err.Error()}
+			if ctx.Err() != nil {
+				return Status{Source: SourceFallback, Reason: unavailableReason(ctx, timeout)}
+			}
+			return Status{Source: SourceFallback, Reason: "status unavailable: " + res.err.Error()}
 		}
-		res.st.Available, res.st.Source = true, "go-git"
+		res.st.Available, res.st.Source = true, SourceFallback
 		return res.st
 	case <-ctx.Done():
-		return Status{Source: "go-git", Reason: unavailableReason(ctx, timeout)}
+		return Status{Source: SourceFallback, Reason: unavailableReason(ctx, timeout)}
 	}
-}
-
-// goGitStatus opens its own go-git Repository so that, when abandoned, it
-// shares no caches with the Repo (go-git/go-git#773).
-func goGitStatus(root string) (_ Status, err error) {
-	// A panic here would be in a goroutine nobody can recover for us.
-	defer recovered("go-git status", &err)
-	repo, err := openGoGit(root)
-	if err != nil {
-		return Status{}, err
-	}
-	defer func() {
-		if c, ok := repo.Storer.(io.Closer); ok {
-			_ = c.Close()
-		}
-	}()
-	wt, err := repo.Worktree()
-	if err != nil {
-		return Status{}, fmt.Errorf("worktree: %w", err)
-	}
-	// Worktree.Status reads only .gitignore files (go-git/go-git#795);
-	// add what git would also use. Errors leave those patterns out.
-	rootFS := osfs.New("/")
-	global, _ := gitignore.LoadGlobalPatterns(rootFS)
-	system, _ := gitignore.LoadSystemPatterns(rootFS)
-	wt.Excludes = append(append(global, system...), infoExclude(repo)...)
-	gs, err := wt.Status()
-	if err != nil {
-		return Status{}, fmt.Errorf("go-git status: %w", err)
-	}
-	var st Status
-	for p, fs := range gs {
-		switch {
-		case fs.Staging == git.Untracked && fs.Worktree == git.Untracked:
-			st.Untracked = append(st.Untracked, p)
-		case fs.Staging == git.UpdatedButUnmerged || fs.Worktree == git.UpdatedButUnmerged:
-			st.Unmerged = append(st.Unmerged, p)
-		case fs.Staging == git.Added:
-			st.Added = append(st.Added, p)
-		case fs.Staging == git.Deleted || fs.Worktree == git.Deleted:
-			st.Deleted = append(st.Deleted, p)
-		case fs.Staging == git.Unmodified && fs.Worktree == git.Unmodified:
-		default:
-			st.Modified = append(st.Modified, p)
-		}
-	}
-	st.sort()
-	return st, nil
-}
-
-// infoExclude reads $GIT_COMMON_DIR/info/exclude, which go-git ignores.
-func infoExclude(repo *git.Repository) []gitignore.Pattern {
-	type fsStorer interface{ Filesystem() billy.Filesystem }
-	s, ok := repo.Storer.(fsStorer)
-	if !ok {
-		return nil
-	}
-	f, err := s.Filesystem().Open("info/exclude")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var ps []gitignore.Pattern
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
-			continue
-		}
-		ps = append(ps, gitignore.ParsePattern(line, nil))
-	}
-	return ps
 }
 
 // IsDirty reports whether path (relative to the root) differs between the
@@ -403,16 +339,16 @@ func (r *Repo) dirtyByHash(p string) (_ bool, err error) {
 		return false, fmt.Errorf("is dirty %s: %w", p, err)
 	}
 	if born {
-		c, err := object.GetCommit(r.repo.Storer, h)
+		c, err := r.db.commit(h)
 		if err != nil {
 			return false, fmt.Errorf("is dirty %s: read HEAD: %w", p, err)
 		}
-		tree, err := c.Tree()
+		tree, err := r.db.tree(c.tree)
 		if err != nil {
 			return false, fmt.Errorf("is dirty %s: read tree: %w", p, err)
 		}
-		if e, err := tree.FindEntry(p); err == nil && e.Mode.IsFile() {
-			headHash = e.Hash
+		if e, err := r.db.findEntry(tree, p); err == nil && e.mode.IsFile() {
+			headHash = e.hash
 		}
 	}
 	full := filepath.Join(r.root, filepath.FromSlash(p))

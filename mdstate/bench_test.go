@@ -221,3 +221,93 @@ func itoa(n int) string {
 	}
 	return "n"
 }
+
+// BenchmarkCoordinatorEdit is a coordinator's two writes of an iteration
+// (a task in progress with the session block; then done, its failure
+// notes and attempts dropped, with the session block) on projects of 200
+// and 10,000 tasks: "compute" is the edit and its check on the parse of
+// the last write (as the coordinator's Project reuses it); "write" the
+// whole UpdateChecklist. The cost per op must not grow with the tasks.
+func BenchmarkCoordinatorEdit(b *testing.B) {
+	for _, n := range []int{200, 10_000} {
+		src := bigProject(b, n, 0)
+		data, err := os.ReadFile(filepath.Join(src, mdstate.TasksFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+		step := func(i int, ready []string, edit func(func(e *mdstate.ChecklistEdit) error) error) {
+			id := ready[(i/2)%len(ready)]
+			st := mdstate.InProgress
+			if i%2 == 1 {
+				st = mdstate.Done
+			}
+			if err := edit(func(e *mdstate.ChecklistEdit) error {
+				if err := e.SetStatus(id, st); err != nil {
+					return err
+				}
+				if st == mdstate.Done {
+					if err := e.DropMeta(id, "attempts"); err != nil {
+						return err
+					}
+				}
+				s := mdstate.Session{ID: "20260601-000000", Status: mdstate.SessionRunning, Phase: mdstate.PhaseAgent,
+					Iteration: i/2 + 1, Task: id, Started: t0, Updated: t0.Add(time.Duration(i) * time.Second)}
+				return e.SetSession(&s)
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		readyIDs := func(c *mdstate.Checklist) []string {
+			var ids []string
+			for _, it := range c.Items {
+				if it.Status == mdstate.Pending {
+					ids = append(ids, it.ID)
+				}
+			}
+			return ids
+		}
+		b.Run(fmt.Sprintf("tasks=%d/compute", n), func(b *testing.B) {
+			c, err := mdstate.ParseChecklist(mdstate.TasksKind, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ready := readyIDs(c)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				step(i, ready, func(fn func(e *mdstate.ChecklistEdit) error) error {
+					e := c.Edit()
+					if err := fn(e); err != nil {
+						return err
+					}
+					_, after, err := e.Bytes()
+					c = after
+					return err
+				})
+				i++
+			}
+		})
+		b.Run(fmt.Sprintf("tasks=%d/write", n), func(b *testing.B) {
+			dir := b.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, mdstate.TasksFile), data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			p := mdstate.Open(dir)
+			c, err := p.LoadChecklist(mdstate.TasksKind)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ready := readyIDs(c)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				step(i, ready, func(fn func(e *mdstate.ChecklistEdit) error) error {
+					_, err := p.UpdateChecklist(mdstate.TasksKind, fn)
+					return err
+				})
+				i++
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark/ast"
 )
@@ -111,6 +112,12 @@ type Item struct {
 	metaIndent string
 	metaMarker byte
 	topList    bool // item is in a list at the top level of the document
+	// topTight is, for an item of a top-level list, whether that list is
+	// tight (goldmark then makes its items' paragraphs TextBlocks).
+	topTight bool
+	// paraAtMeta is set when a paragraph starts at metaAt (past its
+	// blanks): a line inserted there would run on into it (insertMeta).
+	paraAtMeta bool
 }
 
 // Kind says which file a checklist is and how its IDs look.
@@ -148,24 +155,75 @@ type Checklist struct {
 	lastTopIndent  string
 	// quietAt is the start of the first Session or Guidance heading's
 	// line: where new items go when there is no task list. -1 when there
-	// is none.
-	quietAt int
+	// is none. quietEnd is the end of that heading.
+	quietAt, quietEnd int
 	// inQuiet is true while walk is in a Session or Guidance section.
 	inQuiet bool
+	// mdBase is where the markdown starts: after a BOM and front matter.
+	// md.base is the same for a parse of the whole file; a checklist made
+	// by reparse keeps only the part from quietAt on (mdTail).
+	mdBase int
+	mdTail bool
+	// walkWarns is how many of Warnings walk made (item by item, in file
+	// order); those after it are about the file as a whole (IDs,
+	// dependencies, a conflict).
+	walkWarns int
+	// paraStarts holds, while walk runs, where paragraphs start.
+	paraStarts map[int]bool
+	// ids finds an item by ID; a reparse whose items keep their IDs and
+	// order shares it.
+	ids *itemIndex
+	// ready holds Ready's answer (ready.go).
+	ready readyList
+}
+
+// itemIndex maps each ID to the first item with it, built on first use.
+type itemIndex struct {
+	once sync.Once
+	at   map[string]int
+}
+
+// find returns the index of the item with the (normalized) ID, or -1.
+func (x *itemIndex) find(items []Item, id string) int {
+	x.once.Do(func() {
+		x.at = make(map[string]int, len(items))
+		for i := range items {
+			if _, dup := x.at[items[i].ID]; !dup {
+				x.at[items[i].ID] = i
+			}
+		}
+	})
+	if i, ok := x.at[id]; ok {
+		return i
+	}
+	return -1
 }
 
 // Source returns the bytes the checklist was parsed from.
 func (c *Checklist) Source() []byte { return c.src.src }
 
-// Find returns the item with the given ID (case-insensitive), or nil.
+// Find returns the item with the given ID (case-insensitive), or nil. It
+// costs a map lookup: a coordinator looks tasks up in loops, over files of
+// 10,000 tasks.
 func (c *Checklist) Find(id string) *Item {
-	id = normID(id)
-	for i := range c.Items {
-		if c.Items[i].ID == id {
-			return &c.Items[i]
-		}
+	if i := c.indexOf(normID(id)); i >= 0 {
+		return &c.Items[i]
 	}
 	return nil
+}
+
+// indexOf returns the index of the first item with the normalized ID, or
+// -1. A Checklist built by hand (a test's) has no index: it scans.
+func (c *Checklist) indexOf(id string) int {
+	if c.ids == nil {
+		for i := range c.Items {
+			if c.Items[i].ID == id {
+				return i
+			}
+		}
+		return -1
+	}
+	return c.ids.find(c.Items, id)
 }
 
 // metaKeys are the keys ralph reads from "- key: value" lines. Other
@@ -268,11 +326,16 @@ func ParseChecklist(kind Kind, data []byte) (*Checklist, error) {
 }
 
 func parseChecklist(kind Kind, s *source) *Checklist {
-	c := &Checklist{Kind: kind, src: s, md: parseMarkdown(s), lastTopEnd: -1, quietAt: -1}
+	c := &Checklist{Kind: kind, src: s, md: parseMarkdown(s), lastTopEnd: -1, quietAt: -1, quietEnd: -1, ids: &itemIndex{}}
+	c.ready.deps = &dependents{}
+	c.mdBase = c.md.base
 	// Every checkbox holds a '[': enough room, and no regrowing of a slice
 	// of large Items on a 1,000-task file.
 	c.Items = make([]Item, 0, bytes.Count(s.src, []byte{'['}))
+	c.paraStarts = paragraphStarts(c.md, nil)
 	c.walk(c.md.doc, 0, nil)
+	c.paraStarts = nil
+	c.walkWarns = len(c.Warnings)
 	c.assignIDs()
 	if kind == TasksKind {
 		c.checkDeps()
@@ -334,6 +397,7 @@ func (c *Checklist) enterSection(h *ast.Heading) {
 	c.inQuiet = strings.EqualFold(text, SessionHeading) || strings.EqualFold(text, GuidanceHeading)
 	if c.inQuiet && c.quietAt < 0 {
 		c.quietAt = max(c.src.lineStart(c.md.pos(h)), c.md.base)
+		c.quietEnd = c.md.end(h)
 	}
 }
 
@@ -414,6 +478,9 @@ func (c *Checklist) item(li *ast.ListItem, depth int, topLevel bool) bool {
 		c.warn(line, "unknown checkbox [%c]; use [ ] pending, [/] in progress, [x] done, [!] blocked or [-] skipped (read as pending)", s.src[box])
 	}
 	it := Item{Status: st, Depth: depth, Line: line, BoxAt: box, topList: topLevel}
+	if l, ok := li.Parent().(*ast.List); ok && topLevel {
+		it.topTight = l.IsTight
+	}
 	it.Span.Start = s.lineStart(c.md.base + li.Pos())
 	it.Span.End = c.md.end(li)
 
@@ -484,6 +551,7 @@ func (c *Checklist) item(li *ast.ListItem, depth int, topLevel bool) bool {
 	if len(it.Meta) == 0 && s.nextIndent(it.metaAt, it.Span.End) >= len(indent)+2 {
 		it.metaAt = it.Span.End
 	}
+	it.paraAtMeta = c.paraStarts[s.skipBlanks(it.metaAt)]
 	it.Body = c.body(it.Span, excluded, len(indent))
 	c.applyMeta(&it)
 	c.Items = append(c.Items, it)
@@ -709,40 +777,24 @@ func (c *Checklist) checkDeps() {
 // pending, every dependency done; priority 1 first, then 2, …, then tasks
 // without a priority; ties in file order.
 func (c *Checklist) Ready() []*Item {
-	done := map[string]bool{}
-	for _, it := range c.Items {
-		if it.Status == Done {
-			done[it.ID] = true
-		}
+	idx := c.readyIndexes()
+	out := make([]*Item, len(idx))
+	for k, i := range idx {
+		out[k] = &c.Items[i]
 	}
-	var out []*Item
-	for i := range c.Items {
-		it := &c.Items[i]
-		if it.Status != Pending {
-			continue
-		}
-		ok := true
-		for _, ref := range it.After {
-			if !done[ref] {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, it)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b *Item) int {
-		pa, pb := a.Priority, b.Priority
-		if pa == 0 {
-			pa = 1 << 30
-		}
-		if pb == 0 {
-			pb = 1 << 30
-		}
-		return pa - pb
-	})
 	return out
+}
+
+// depsDone reports whether every task it waits for is done. Of two items
+// with one ID (the later is renumbered) the first counts, as it is the
+// one the ID names.
+func (c *Checklist) depsDone(it *Item) bool {
+	for _, ref := range it.After {
+		if i := c.indexOf(ref); i < 0 || c.Items[i].Status != Done {
+			return false
+		}
+	}
+	return true
 }
 
 // Next returns the task ralph would run next, or nil.
@@ -755,9 +807,39 @@ func (c *Checklist) Next() *Item {
 
 // Counts returns how many items have each status.
 func (c *Checklist) Counts() map[Status]int {
-	m := map[Status]int{}
-	for _, it := range c.Items {
-		m[it.Status]++
+	var n [len(boxOrder)]int
+	other := map[Status]int{}
+	for i := range c.Items {
+		if k := statusIndex(c.Items[i].Status); k >= 0 {
+			n[k]++
+		} else {
+			other[c.Items[i].Status]++
+		}
 	}
-	return m
+	for k, st := range boxOrder {
+		if n[k] > 0 {
+			other[st] = n[k]
+		}
+	}
+	return other
+}
+
+// boxOrder is Statuses as an array, for Counts' tally.
+var boxOrder = [...]Status{Pending, InProgress, Done, Blocked, Skipped}
+
+// statusIndex returns st's index in boxOrder, or -1.
+func statusIndex(st Status) int {
+	switch st {
+	case Pending:
+		return 0
+	case InProgress:
+		return 1
+	case Done:
+		return 2
+	case Blocked:
+		return 3
+	case Skipped:
+		return 4
+	}
+	return -1
 }

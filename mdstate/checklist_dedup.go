@@ -24,16 +24,25 @@ func SameKey(text string) string {
 func SameText(a, b string) bool { return SameKey(a) == SameKey(b) }
 
 // DuplicateError reports text that a state file already holds, so nothing
-// was added: a to-do (AddOnce) or a learning (Project.Learn) that says the
-// same as one there. It is no failure; a command says so and exits 0.
+// was added: a to-do (AddOnce), a learning (Project.Learn) or a note under
+// an item (AddNoteOnce) that says the same as one there. It is no failure;
+// a command says so and exits 0.
 type DuplicateError struct {
-	File string // AGENT.md, RALPH_TODO.md
+	File string // AGENT.md, RALPH_TODO.md, RALPH_TASKS.md
 	Line int    // the line of the text already there; 0 when the same write added it
-	ID   string // the to-do's ID; "" for a learning
+	ID   string // the to-do's ID, or the item the note is under; "" for a learning
+	Note bool   // Text is a note under item ID
 	Text string // the text already there, on one line
 }
 
 func (e *DuplicateError) Error() string {
+	if e.Note {
+		s := e.ID + " already has that note"
+		if e.Line > 0 {
+			s += fmt.Sprintf(" (line %d)", e.Line)
+		}
+		return s
+	}
 	where := "already in " + e.File
 	if e.ID != "" {
 		where += " as " + e.ID
@@ -69,7 +78,7 @@ func (e *ChecklistEdit) AddOnce(title string, meta ...MetaKV) (string, error) {
 		return "", e.c.conflict
 	}
 	if key := SameKey(title); key != "" {
-		for _, w := range e.want {
+		for _, w := range e.allWants() {
 			if SameKey(w.Title) != key {
 				continue
 			}
@@ -81,4 +90,40 @@ func (e *ChecklistEdit) AddOnce(title string, meta ...MetaKV) (string, error) {
 		}
 	}
 	return e.Add(title, meta...)
+}
+
+// AddNoteOnce is AddMeta of a note, unless item id, as this edit leaves
+// it, has a note that says the same (SameKey): then nothing is added and
+// the error is a *DuplicateError naming that note. A person who runs
+// `ralph task block T1 --note …` twice means one note. In a half-merged
+// file it is the *ConflictError, as for AddOnce.
+func (e *ChecklistEdit) AddNoteOnce(id, note string) error {
+	if e.c.conflict != nil {
+		return e.c.conflict
+	}
+	i, err := e.index(id)
+	if err != nil {
+		return err
+	}
+	if key := SameKey(note); key != "" {
+		for _, n := range e.wantNow(i).Notes {
+			if SameKey(n) == key {
+				return e.noteDuplicate(&e.c.Items[i], n)
+			}
+		}
+	}
+	return e.AddMeta(id, "note", note)
+}
+
+// noteDuplicate is the *DuplicateError for note n under it, with the
+// line of the note when the file has it (not when this edit added it).
+func (e *ChecklistEdit) noteDuplicate(it *Item, n string) *DuplicateError {
+	dup := &DuplicateError{File: e.c.Kind.File, ID: it.ID, Note: true, Text: n}
+	for _, m := range metaLines(it, "note") {
+		if m.Value == n && !e.drops(m.Span) {
+			dup.Line = m.Line
+			break
+		}
+	}
+	return dup
 }

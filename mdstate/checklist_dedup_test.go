@@ -74,6 +74,50 @@ func TestAddOnce(t *testing.T) {
 	}
 }
 
+// A person's note under an item that has one saying the same, in the
+// file or added by the same edit, is not added; the item's other changes
+// are.
+func TestAddNoteOnce(t *testing.T) {
+	const src = "# Tasks\n\n- [!] T1: Call the API\n  - note: Waiting on the API.\n  - note: ask Sam\n- [ ] T2: Other\n"
+	c, err := mdstate.ParseChecklist(mdstate.TasksKind, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Edit()
+	var dup *mdstate.DuplicateError
+	if err := e.AddNoteOnce("t1", "waiting  on the api"); !errors.As(err, &dup) || dup.ID != "T1" || dup.Line != 4 || !dup.Note ||
+		dup.Text != "Waiting on the API." || dup.Error() != "T1 already has that note (line 4)" {
+		t.Fatalf("AddNoteOnce(same) = %v (%+v)", err, dup)
+	}
+	if err := e.AddNoteOnce("T2", "waiting on the API"); err != nil { // another task's
+		t.Fatal(err)
+	}
+	if err := e.AddNoteOnce("T1", "Ask Sam first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.AddNoteOnce("T1", "ask sam first."); !errors.As(err, &dup) || dup.Line != 0 || dup.Error() != "T1 already has that note" {
+		t.Fatalf("AddNoteOnce(same as the new one) = %v", err)
+	}
+	// One this edit dropped is not there any more.
+	if err := errors.Join(e.DropNote("T1", 1), e.AddNoteOnce("T1", "ask Sam")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.AddNoteOnce("T9", "x"); err == nil || errors.As(err, &dup) {
+		t.Fatalf("AddNoteOnce(no such task) = %v", err)
+	}
+	if err := e.SetStatus("T1", mdstate.Pending); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := e.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "# Tasks\n\n- [ ] T1: Call the API\n  - note: Waiting on the API.\n  - note: Ask Sam first\n  - note: ask Sam\n- [ ] T2: Other\n  - note: waiting on the API\n"
+	if string(out) != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
 func TestDuplicateErrorText(t *testing.T) {
 	for _, tt := range []struct {
 		err  mdstate.DuplicateError

@@ -66,6 +66,15 @@ func TestDropNotesAndAttempts(t *testing.T) {
 		{"earlier drops shift the later notes", func(e *mdstate.ChecklistEdit) error {
 			return errors.Join(e.DropNote("T1", 0), e.DropNote("T1", 1), e.DropNote("T1", 2))
 		}, strings.Replace(src, "  - note: ask Sam about CRLF\n  - note: the agent crashed (exit code 3): boom\n  - note: a note wrapped\n    onto two lines\n", "", 1)},
+		{"reopened: a note rewritten in place", func(e *mdstate.ChecklistEdit) error {
+			return e.ReplaceNote("T1", 3, "failed 2 times, last at 2026-11-21T10:00:00Z: no marker")
+		}, strings.Replace(src, "no marker; skipped after 3 failed attempts\n", "no marker\n", 1)},
+		{"a wrapped note rewritten onto one line", func(e *mdstate.ChecklistEdit) error {
+			return e.ReplaceNote("T1", 2, "a note  wrapped\nonce")
+		}, strings.Replace(src, "a note wrapped\n    onto two lines\n", "a note wrapped once\n", 1)},
+		{"a rewrite after a drop before it", func(e *mdstate.ChecklistEdit) error {
+			return errors.Join(e.DropNote("T1", 0), e.ReplaceNote("T1", 1, "the agent crashed"))
+		}, strings.Replace(src, "  - note: ask Sam about CRLF\n  - note: the agent crashed (exit code 3): boom\n", "  - note: the agent crashed\n", 1)},
 		{"no priority line: nothing to drop", func(e *mdstate.ChecklistEdit) error {
 			return e.DropMeta("T2", "priority")
 		}, src},
@@ -99,6 +108,12 @@ func TestDropRefusals(t *testing.T) {
 		"a negative index":  func(e *mdstate.ChecklistEdit) error { return e.DropNote("T1", -1) },
 		"no such task":      func(e *mdstate.ChecklistEdit) error { return e.DropNote("T9", 0) },
 		"a multi-value key": func(e *mdstate.ChecklistEdit) error { return e.DropMeta("T1", "note") },
+		"rewrite no note":   func(e *mdstate.ChecklistEdit) error { return e.ReplaceNote("T1", 1, "x") },
+		"rewrite to blank":  func(e *mdstate.ChecklistEdit) error { return e.ReplaceNote("T1", 0, " \n ") },
+		"rewrite no task":   func(e *mdstate.ChecklistEdit) error { return e.ReplaceNote("T9", 0, "x") },
+		"rewrite a dropped": func(e *mdstate.ChecklistEdit) error {
+			return errors.Join(e.DropNote("T1", 0), e.ReplaceNote("T1", 0, "x"))
+		},
 	} {
 		if _, err := dropTasks(t, src, fn); err == nil {
 			t.Errorf("%s: no error", name)

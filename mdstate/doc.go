@@ -52,14 +52,19 @@
 // set of byte ranges, taken from the AST, and the text to put there:
 // collected, sorted, rejected if they overlap, spliced, and the result
 // parsed again and compared with what the change should mean, item by
-// item, and for the session and guidance sections, message by message. If
+// item, and for the session and guidance sections, message by message.
+// Only the parts a change touched are parsed again where that is shown to
+// read as a parse of the whole would (incremental.go: a checkbox, the lines
+// under one top-level item, the file from the Session or Guidance heading
+// on), so an edit of a 10,000-task file costs what it touches. If
 // anything else would read differently, the edit fails with ErrVerify and
 // nothing is written. Everything the change does not need keeps its bytes:
 // prose, unknown lines, CRLF line endings, a byte-order mark, trailing
 // blanks, tabs.
 //
-// Lists get no copies: a to-do (ChecklistEdit.AddOnce) or a learning
-// (Project.Learn) that says the same as one in its file, by the one rule
+// Lists get no copies: a to-do (ChecklistEdit.AddOnce), a learning
+// (Project.Learn) or a note under an item (ChecklistEdit.AddNoteOnce) that
+// says the same as one in its file or under its item, by the one rule
 // SameKey (case, whitespace and a trailing period aside), is not added; the
 // error is a *DuplicateError naming the line.
 //
@@ -75,6 +80,10 @@
 //     write-ahead record in .ralph/progress.journal; the next write (or
 //     Recover) finishes an append a crash cut short, so an entry is in the
 //     log whole or not at all.
+//   - A runtime record a state file's write depends on (a coordinator's
+//     kept report) is written with it as one step, by one ordering rule
+//     (UpdateChecklistAfter, Record): both flushed at once, the record
+//     renamed into place first, both folders flushed at once.
 //   - Every read-modify-write holds the state lock, an exclusive lock on
 //     .ralph/state.lock (flock on Unix, LockFileEx on Windows) that every
 //     ralph process takes and the system releases when a process dies.

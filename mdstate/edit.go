@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/yuin/goldmark/ast"
 )
 
 // Edit replaces the bytes in Span with Text. An empty span inserts.
@@ -54,10 +52,13 @@ type view struct {
 	After, Notes                    []string
 }
 
+// view shares the item's slices, capped at their length: a change of a
+// view's After or Notes (an append) copies them, and so leaves the item
+// as it is. An edit of a 10,000-item file makes a view of each.
 func (it *Item) view() view {
 	return view{ID: it.ID, Title: it.Title, Body: it.Body, From: it.From, Promoted: it.Promoted,
 		Status: it.Status, Priority: it.Priority, Attempts: it.Attempts, Depth: it.Depth,
-		After: slices.Clone(it.After), Notes: slices.Clone(it.Notes)}
+		After: slices.Clip(it.After), Notes: slices.Clip(it.Notes)}
 }
 
 func viewsEqual(a, b view) bool {
@@ -72,7 +73,7 @@ func viewsEqual(a, b view) bool {
 // re-parses and checks that the meaning changed exactly so.
 type ChecklistEdit struct {
 	c      *Checklist
-	want   []view
+	want   wants
 	edits  []Edit
 	nextID int // number for the next added item; 0 until the first Add
 	adds   int // items added so far
@@ -88,10 +89,9 @@ type ChecklistEdit struct {
 // Edit starts a set of changes. Items without a written ID get theirs
 // written as part of it, with the smallest edit: "T7: " after the box.
 func (c *Checklist) Edit() *ChecklistEdit {
-	e := &ChecklistEdit{c: c}
+	e := &ChecklistEdit{c: c, want: wants{c: c}}
 	for i := range c.Items {
 		it := &c.Items[i]
-		e.want = append(e.want, it.view())
 		if it.Provisional {
 			e.edits = append(e.edits, Edit{Span: it.IDSpan, Text: c.idText(it)})
 		}
@@ -197,7 +197,7 @@ func (e *ChecklistEdit) SetStatus(id string, st Status) error {
 		return err
 	}
 	it := &e.c.Items[i]
-	e.want[i].Status = st
+	e.wantOf(i).Status = st
 	if it.Status == st {
 		return nil
 	}
@@ -249,7 +249,7 @@ func oneLine(s string) string {
 }
 
 func (e *ChecklistEdit) expect(i int, key, value string, replace bool) error {
-	w := &e.want[i]
+	w := e.wantOf(i)
 	switch key {
 	case "priority", "attempts":
 		n, err := strconv.Atoi(value)
@@ -287,26 +287,9 @@ func (e *ChecklistEdit) insertMeta(it *Item, key, value string) {
 	e.edits = append(e.edits, Edit{Span: Span{it.metaAt, it.metaAt}, Text: b.Bytes()})
 	// A paragraph right after the item (possible after a code block)
 	// would continue the new line's text: keep them apart.
-	if e.c.startsParagraph(it.metaAt) && !slices.ContainsFunc(e.trail, func(t Edit) bool { return t.Start == it.metaAt }) {
+	if it.paraAtMeta && !slices.ContainsFunc(e.trail, func(t Edit) bool { return t.Start == it.metaAt }) {
 		e.trail = append(e.trail, Edit{Span: Span{it.metaAt, it.metaAt}, Text: []byte(s.eol)})
 	}
-}
-
-// startsParagraph reports whether the line at off is the start of a
-// paragraph, not of a list item or quote holding one.
-func (c *Checklist) startsParagraph(off int) bool {
-	for off < len(c.src.src) && (c.src.src[off] == ' ' || c.src.src[off] == '\t') {
-		off++
-	}
-	found := false
-	_ = ast.Walk(c.md.doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		if p, ok := n.(*ast.Paragraph); ok && entering && p.Lines().Len() > 0 && c.md.base+p.Lines().At(0).Start == off {
-			found = true
-			return ast.WalkStop, nil
-		}
-		return ast.WalkContinue, nil
-	})
-	return found
 }
 
 // MetaKV is one metadata line for a new item.
@@ -361,7 +344,7 @@ func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 	for pos < len(e.c.Items) && e.c.Items[pos].BoxAt < at {
 		pos++
 	}
-	e.want = slices.Insert(e.want, pos+e.adds, v)
+	e.want.added = append(e.want.added, addedView{pos: pos, v: v})
 	e.adds++
 	e.nextID++
 	return id, nil
@@ -394,7 +377,7 @@ func (e *ChecklistEdit) separate(b *bytes.Buffer, at int, inList bool) {
 		if at == len(s.src) && at > 0 && !endsWithBlankLine(s.src) {
 			b.WriteString(s.eol)
 		}
-		if at < len(s.src) && at > e.c.md.base && !blankLine(s.src[s.lineStart(at-1):at]) {
+		if at < len(s.src) && at > e.c.mdBase && !blankLine(s.src[s.lineStart(at-1):at]) {
 			b.WriteString(s.eol)
 		}
 	}
@@ -459,21 +442,32 @@ func (e *ChecklistEdit) bytes() ([]byte, *Checklist, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := newSource(e.c.Kind.File, out)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrVerify, err)
+	// The parts of the file the edits leave alone read as they did
+	// (reparse says when that is proven, and which items it read anew):
+	// only those read anew and those the edit changes can differ from
+	// what they should be. Otherwise the whole is parsed and checked.
+	var after *Checklist
+	var check []int
+	if len(e.want.added) == 0 {
+		after, check = e.c.reparse(out, edits)
 	}
-	after := parseChecklist(e.c.Kind, s)
-	if len(after.Items) != len(e.want) {
-		return nil, nil, fmt.Errorf("%w: %s would have %d %ss instead of %d", ErrVerify, e.c.Kind.File, len(after.Items), e.c.Kind.Noun, len(e.want))
-	}
-	for i := range after.Items {
-		got := after.Items[i].view()
-		if !viewsEqual(got, e.want[i]) {
-			return nil, nil, fmt.Errorf("%w: %s line %d would read as %+v, want %+v", ErrVerify, e.c.Kind.File, after.Items[i].Line, got, e.want[i])
+	if after == nil {
+		s, err := newSource(e.c.Kind.File, out)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrVerify, err)
 		}
-		if after.Items[i].Provisional {
-			return nil, nil, fmt.Errorf("%w: %s line %d still has no ID", ErrVerify, e.c.Kind.File, after.Items[i].Line)
+		after = parseChecklist(e.c.Kind, s)
+		if err := e.checkItems(after); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		for i := range e.want.changed {
+			check = append(check, i)
+		}
+		for _, i := range check {
+			if err := e.checkItem(after, i, e.wantNow(i)); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	if e.session != nil {
@@ -495,6 +489,32 @@ func (e *ChecklistEdit) bytes() ([]byte, *Checklist, error) {
 		}
 	}
 	return out, after, nil
+}
+
+// checkItems checks that after has exactly the items the edit wants.
+func (e *ChecklistEdit) checkItems(after *Checklist) error {
+	want := e.allWants()
+	if len(after.Items) != len(want) {
+		return fmt.Errorf("%w: %s would have %d %ss instead of %d", ErrVerify, e.c.Kind.File, len(after.Items), e.c.Kind.Noun, len(want))
+	}
+	for i := range after.Items {
+		if err := e.checkItem(after, i, want[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkItem checks that item i of after reads as want.
+func (e *ChecklistEdit) checkItem(after *Checklist, i int, want view) error {
+	it := &after.Items[i]
+	if got := it.view(); !viewsEqual(got, want) {
+		return fmt.Errorf("%w: %s line %d would read as %+v, want %+v", ErrVerify, e.c.Kind.File, it.Line, got, want)
+	}
+	if it.Provisional {
+		return fmt.Errorf("%w: %s line %d still has no ID", ErrVerify, e.c.Kind.File, it.Line)
+	}
+	return nil
 }
 
 // Checklist returns the checklist being edited, as it was read.

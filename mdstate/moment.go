@@ -52,11 +52,17 @@ func isMoment(size int64, err error) bool {
 // readState reads state file name (readChecked), waiting out a moment when
 // this Project last saw the file with bytes.
 func (p *Project) readState(name string) ([]byte, fs.FileInfo, error) {
+	return p.readStateLike(name, nil)
+}
+
+// readStateLike is readState of a file ralph expects to hold like (the
+// bytes of its last parse): then like itself is returned.
+func (p *Project) readStateLike(name string, like []byte) ([]byte, fs.FileInfo, error) {
 	path := p.Path(name)
-	data, fi, err := readChecked(path, name)
+	data, fi, err := readCheckedLike(path, name, like)
 	if isMoment(int64(len(data)), err) && p.sawBytes(name) {
 		waitMoment(p.saveGrace(), func() bool {
-			data, fi, err = readChecked(path, name)
+			data, fi, err = readCheckedLike(path, name, like)
 			return !isMoment(int64(len(data)), err)
 		})
 	}

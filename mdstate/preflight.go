@@ -47,8 +47,5 @@ func (p *Project) checkWritable(name string) error {
 	if name == ProgressFile {
 		return nil // appended to, never parsed whole
 	}
-	if _, _, err := readSource(path, name); err != nil {
-		return err
-	}
-	return nil
+	return p.readsAsSource(path, name)
 }

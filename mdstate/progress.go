@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -195,8 +197,10 @@ func (sc *entryScanner) scanBlock(b []byte, base int64, onEntry func(off int64, 
 }
 
 // indexTail is how many entry starts the index keeps: enough for the
-// recent entries the status and an agent's context show.
-const indexTail = 16
+// recent entries the status and an agent's context show (20, every
+// iteration of a coordinator: a read of more than the index keeps scans
+// the whole log, which grows with the project).
+const indexTail = 64
 
 // entryStart is where an entry's heading is.
 type entryStart struct {
@@ -270,8 +274,11 @@ func loadIndex(root string) *logIndex {
 	return &x
 }
 
-// saveIndex writes the index atomically but without fsync: after a crash
-// it is stale or missing, and either way it is not used.
+// saveIndex writes the index without fsync: after a crash it is stale,
+// missing or cut short, and then it is not used. It is rewritten at every
+// append, in place where writeInPlace can: a reader that meets it half
+// written reads no JSON (nor from two writers' bytes mixed), and scans the
+// log instead.
 func saveIndex(root string, x *logIndex) {
 	data, err := json.Marshal(x)
 	if err != nil {
@@ -279,6 +286,13 @@ func saveIndex(root string, x *logIndex) {
 	}
 	dir := filepath.Join(root, RuntimeDir)
 	if os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	switch err := writeInPlace(indexPath(root), data, 0o600); {
+	case err == nil:
+		return
+	case !errors.Is(err, errNoInPlace):
+		_ = os.Remove(indexPath(root)) // a link, say: the next save makes a file
 		return
 	}
 	f, err := os.CreateTemp(dir, ".progress.index-*")
@@ -658,14 +672,63 @@ func (p *Project) extendIndex(f *os.File, before fs.FileInfo, text []byte, unter
 	saveIndex(p.Root, x)
 }
 
+// writeJournal records, durably, that text is about to be appended to the
+// log at offset off. The record is written in place, not through a
+// temporary file and a rename: its header carries the text's length and
+// checksum, so a record that a crash cut short reads as none (the append
+// had not started: it starts once the record is durable). The record and
+// its folder are flushed at the same time. That is one create and two
+// flushes at once, where a rename took a second file, a rename and the
+// flushes one after the other.
 func (p *Project) writeJournal(off int64, text []byte) error {
-	if err := os.MkdirAll(filepath.Join(p.Root, RuntimeDir), 0o755); err != nil {
+	dir := filepath.Join(p.Root, RuntimeDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", RuntimeDir, err)
 	}
-	var b bytes.Buffer
-	b.WriteString(strconv.FormatInt(off, 10) + "\n")
-	b.Write(text)
-	return WriteFileAtomic(p.journalPath(), b.Bytes(), 0o644)
+	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	rec := append([]byte(journalHeader(off, text)), text...)
+	if _, err := f.Write(rec); err != nil {
+		f.Close()
+		return err
+	}
+	var wg sync.WaitGroup
+	var derr error
+	wg.Go(func() { derr = syncDir(dir) })
+	err = f.Sync()
+	wg.Wait()
+	return errors.Join(err, derr, f.Close())
+}
+
+// journalV2 starts a journal record with its text's length and checksum.
+// A record without it, "OFFSET\n" and the text, was written by an older
+// ralph through a rename, and is whole.
+const journalV2 = "v2 "
+
+// journalHeader is the first line of a journal record.
+func journalHeader(off int64, text []byte) string {
+	return fmt.Sprintf("%s%d %d %08x\n", journalV2, off, len(text), crc32.ChecksumIEEE(text))
+}
+
+// readJournal reads a journal record: the offset and text, or ok=false
+// for a record a crash cut short (or garbage).
+func readJournal(j []byte) (off int64, text []byte, ok bool) {
+	head, text, found := bytes.Cut(j, []byte("\n"))
+	if !found {
+		return 0, nil, false
+	}
+	if rest, v2 := bytes.CutPrefix(head, []byte(journalV2)); v2 {
+		var n int
+		var sum uint32
+		if k, err := fmt.Sscanf(string(rest), "%d %d %x", &off, &n, &sum); err != nil || k != 3 {
+			return 0, nil, false
+		}
+		return off, text, n == len(text) && crc32.ChecksumIEEE(text) == sum
+	}
+	off, err := strconv.ParseInt(string(head), 10, 64)
+	return off, text, err == nil
 }
 
 // recoverJournal finishes an append that a crash interrupted.
@@ -677,9 +740,8 @@ func (p *Project) recoverJournal() error {
 	if err != nil {
 		return err
 	}
-	head, text, ok := bytes.Cut(j, []byte("\n"))
-	off, perr := strconv.ParseInt(string(head), 10, 64)
-	if !ok || perr != nil {
+	off, text, ok := readJournal(j)
+	if !ok {
 		return os.Remove(p.journalPath()) // torn journal: the append never started
 	}
 	path := p.Path(ProgressFile)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -123,7 +122,7 @@ func (p *Project) Path(name string) string { return filepath.Join(p.Root, name) 
 // error wrapping fs.ErrNotExist; a file this Project saw with bytes is
 // missing or empty only if it stays so for the save grace (SaveGrace).
 func (p *Project) LoadChecklist(kind Kind) (*Checklist, error) {
-	data, _, err := p.readState(kind.File)
+	data, _, err := p.readStateLike(kind.File, p.parsedBytes(kind))
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +147,12 @@ func (e *MissingError) Error() string {
 // fails on their version (they deleted the task it changes), their
 // version stays and the error is returned with its checklist.
 func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*Checklist, error) {
+	return p.updateChecklist(kind, nil, fn)
+}
+
+// updateChecklist is UpdateChecklist, with a write-ahead record put in
+// place before the new version when rec is not nil (record.go).
+func (p *Project) updateChecklist(kind Kind, rec *pendingRecord, fn func(e *ChecklistEdit) error) (*Checklist, error) {
 	// A missing file is advice to run init, before anything (.ralph/ with
 	// its lock) is created in a folder that may not be a project at all.
 	// (Lstat: a dangling link is refused by the read, with its reason.)
@@ -161,7 +166,7 @@ func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*
 		return nil, err
 	}
 	defer unlock()
-	data, fi, err := p.readState(kind.File)
+	data, fi, err := p.readStateLike(kind.File, p.parsedBytes(kind))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &MissingError{File: kind.File, Root: p.Root}
 	}
@@ -190,13 +195,17 @@ func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*
 	}
 	out, err := edit(data)
 	if err != nil || bytes.Equal(out, data) {
-		return c, err
+		return c, errors.Join(err, rec.finish())
 	}
 	if err := checkWritable(kind.File, fi); err != nil {
-		return c, err
+		return c, errors.Join(err, rec.finish())
 	}
 	s := p.newSave(kind.File, p.Path(kind.File), fi.Mode(), edit)
+	s.record = rec
 	if err := p.runSave(s, data, out); err != nil {
+		return c, err
+	}
+	if err := rec.finish(); err != nil {
 		return c, err
 	}
 	after, err := p.checklist(kind, s.final)
@@ -212,8 +221,9 @@ func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*
 func (p *Project) runSave(s *save, base, want []byte) error {
 	err := s.run(base, want)
 	var churn *ChurnError
+	var rec *RecordError
 	switch {
-	case errors.As(err, &churn):
+	case errors.As(err, &churn), errors.As(err, &rec):
 		return err
 	case errors.Is(err, fs.ErrNotExist):
 		return &MissingError{File: s.name, Root: p.Root}
@@ -532,6 +542,10 @@ type ownWrite struct {
 	size int64
 	tail bool // sum covers the last tailBytes bytes, not the whole file
 	sum  [sha256.Size]byte
+	// data is, for a whole file, what ralph wrote: kept (the Project's
+	// parse holds the same bytes), it is compared with the file, which
+	// costs a tenth of hashing it (sameread.go).
+	data []byte
 }
 
 // tailBytes is how much of the progress log's end the own-write record
@@ -549,7 +563,7 @@ func (w ownWrite) sameFile(fi fs.FileInfo) bool {
 
 // noteWrite records a whole-file write of data; fi is the written file.
 func (p *Project) noteWrite(name string, data []byte, fi fs.FileInfo) {
-	p.setOwn(name, ownWrite{fi: fi, size: fi.Size(), sum: sha256.Sum256(data)})
+	p.setOwn(name, ownWrite{fi: fi, size: fi.Size(), data: data})
 }
 
 // noteAppend records the progress log as an append through f left it,
@@ -632,15 +646,14 @@ func (p *Project) ChangedSinceOwnWrite(name string) (changed, ok bool, err error
 	if !fi.Mode().IsRegular() || !w.sameFile(fi) {
 		return true, true, nil
 	}
-	var sum [sha256.Size]byte
-	if w.tail {
-		sum, err = tailSum(f, fi.Size())
-	} else {
-		h := sha256.New()
-		if _, err = io.Copy(h, f); err == nil {
-			copy(sum[:], h.Sum(nil))
+	if !w.tail {
+		same, err := sameContent(f, w.data)
+		if err != nil {
+			return false, true, fmt.Errorf("read %s: %w", name, err)
 		}
+		return !same, true, nil
 	}
+	sum, err := tailSum(f, fi.Size())
 	if err != nil {
 		return false, true, fmt.Errorf("read %s: %w", name, err)
 	}

@@ -76,6 +76,9 @@ type editFunc func(cur []byte) ([]byte, error)
 // errNoExchange is exchange's answer where the file system cannot swap.
 var errNoExchange = errors.New("the file system cannot exchange two files")
 
+// errNoInPlace is writeInPlace's answer where it cannot refuse a symlink.
+var errNoInPlace = errors.New("no in-place write without following links here")
+
 // useExchange is false only in tests and benchmarks of the fallback.
 var useExchange = true
 
@@ -142,6 +145,8 @@ type save struct {
 	// that is written.
 	final []byte
 	ours  bool
+	// record is put in place before the first swap (record.go).
+	record *pendingRecord
 }
 
 // replaced is a file a swap took out of place, open under its temporary
@@ -317,8 +322,16 @@ func (s *save) apply(cur []byte) []byte {
 // edit, and nobody sees ralph's outdated version. The exchange then
 // catches what comes between the look and the swap.
 func (s *save) swap(data []byte, prev onDisk) (got []byte, placed bool, err error) {
-	tmp, fi, err := writeTemp(s.path, data, s.mode)
+	var tmp string
+	var fi fs.FileInfo
+	err = s.withRecord(func() (err error) {
+		tmp, fi, err = writeTemp(s.path, data, s.mode)
+		return err
+	})
 	if err != nil {
+		if tmp != "" {
+			_ = os.Remove(tmp)
+		}
 		return nil, false, err
 	}
 	cur, err := s.look(prev.data)
@@ -340,7 +353,7 @@ func (s *save) swap(data []byte, prev onDisk) (got []byte, placed bool, err erro
 			return nil, false, err
 		}
 		s.written = fi
-		return cur, true, syncDir(filepath.Dir(s.path))
+		return cur, true, s.syncDirs()
 	case errors.Is(err, fs.ErrNotExist): // renamed away since the look
 		_ = os.Remove(tmp)
 		cur, err := s.reappeared()
@@ -356,7 +369,7 @@ func (s *save) swap(data []byte, prev onDisk) (got []byte, placed bool, err erro
 
 // look reads the file as it is, waiting out an editor's save.
 func (s *save) look(expected []byte) ([]byte, error) {
-	cur, err := s.settled(func() ([]byte, error) { return os.ReadFile(s.path) }, expected)
+	cur, err := s.settled(func() ([]byte, error) { return readFileLike(s.path, expected) }, expected)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Missing: an editor renamed it away to save (vim).
 		return s.reappeared()
@@ -375,7 +388,7 @@ func (s *save) readReplaced(tmp string, ours, expected []byte) (got []byte, plac
 	if r.f, err = os.Open(tmp); err != nil {
 		return nil, true, err
 	}
-	if r.data, err = readAll(r.f); err != nil {
+	if r.data, err = readLike(r.f, expected); err != nil {
 		return nil, true, err
 	}
 	if !bytes.Equal(r.data, expected) {
@@ -383,7 +396,7 @@ func (s *save) readReplaced(tmp string, ours, expected []byte) (got []byte, plac
 			return got, false, err
 		}
 	}
-	if err := syncDir(filepath.Dir(s.path)); err != nil {
+	if err := s.syncDirs(); err != nil {
 		return nil, true, err
 	}
 	if r.data, err = s.settledFrom(r.data, nil, func() ([]byte, error) { return readAll(r.f) }, expected); err != nil {
@@ -511,7 +524,7 @@ func (s *save) lateChange() (*replaced, []byte, error) {
 		if h.f == nil {
 			continue
 		}
-		now, err := readAll(h.f)
+		now, err := readLike(h.f, h.data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read the version of %s ralph replaced: %w", s.name, err)
 		}

@@ -30,6 +30,10 @@ import (
 //	- pid: 4242
 //	- child: 4250
 //
+// Tokens and cost say "unknown" while no agent of the session has reported
+// them (the exec agent's CLI reports none), and end "(not counting
+// iterations that reported none)" once some have and some have not.
+//
 // It lives in the task file, not the progress log, so that rewriting it
 // costs the same however long the history grows. It holds every counter the
 // coordinator needs to resume after a crash.
@@ -47,6 +51,12 @@ type Session struct {
 	// have reported no usage (or cost) at all: the block then says
 	// "unknown", not 0, which would read as free.
 	UsageUnknown, CostUnknown bool
+	// UsagePartial and CostPartial are set once some of the session's
+	// iterations reported the figure and others did not (claude, then
+	// the exec agent): the total is what was reported, and the block says
+	// it leaves the others out ("1200 in, 300 out (not counting
+	// iterations that reported none)") rather than pass it off as all.
+	UsagePartial, CostPartial bool
 	Done                      int // tasks the session completed
 	Commits                   int // commits it made (--commit)
 	Baseline                  string
@@ -205,9 +215,9 @@ func (s *Session) clear(key string) {
 	case "task":
 		s.Task = z.Task
 	case "tokens":
-		s.TokensIn, s.TokensOut = 0, 0
+		s.TokensIn, s.TokensOut, s.UsageUnknown, s.UsagePartial = 0, 0, false, false
 	case "cost":
-		s.CostUSD = 0
+		s.CostUSD, s.CostUnknown, s.CostPartial = 0, false, false
 	case "done":
 		s.Done = 0
 	case "commits":
@@ -328,13 +338,15 @@ var sessionKeys = map[string]bool{
 	"reason": true, "result": true,
 }
 
-// parseTokens reads "1200 in, 300 out", or "unknown".
+// parseTokens reads "1200 in, 300 out", "unknown", or a partial total
+// (MarkPartial).
 func (s *Session) parseTokens(val string) error {
-	s.TokensIn, s.TokensOut, s.UsageUnknown = 0, 0, val == unknownFigure
+	s.TokensIn, s.TokensOut, s.UsageUnknown, s.UsagePartial = 0, 0, val == unknownFigure, false
 	if s.UsageUnknown {
 		return nil
 	}
-	in, out, _ := strings.Cut(val, ",")
+	total, partial := CutPartial(val)
+	in, out, _ := strings.Cut(total, ",")
 	var err error
 	s.TokensIn, err = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(in), " in")), 10, 64)
 	if err == nil {
@@ -343,20 +355,45 @@ func (s *Session) parseTokens(val string) error {
 	if err != nil {
 		return fmt.Errorf("tokens %q is not like \"1200 in, 300 out\"", val)
 	}
+	s.UsagePartial = partial
 	return nil
 }
 
-// parseCost reads "$0.42", or "unknown".
+// parseCost reads "$0.42", "unknown", or a partial total (MarkPartial).
 func (s *Session) parseCost(val string) error {
-	s.CostUSD, s.CostUnknown = 0, val == unknownFigure
+	s.CostUSD, s.CostUnknown, s.CostPartial = 0, val == unknownFigure, false
 	if s.CostUnknown {
 		return nil
 	}
+	total, partial := CutPartial(val)
 	var err error
-	if s.CostUSD, err = strconv.ParseFloat(strings.TrimPrefix(val, "$"), 64); err != nil {
+	if s.CostUSD, err = strconv.ParseFloat(strings.TrimPrefix(total, "$"), 64); err != nil {
 		return fmt.Errorf("cost %q is not like \"$0.42\"", val)
 	}
+	s.CostPartial = partial
 	return nil
+}
+
+// AddUsage counts one iteration's tokens in the session's totals; known
+// says whether its agent's CLI reported them. The totals are unknown while
+// no iteration has reported any, and partial once some have and some have
+// not.
+func (s *Session) AddUsage(in, out int64, known bool) {
+	s.TokensIn += in
+	s.TokensOut += out
+	if (known && s.UsageUnknown) || (!known && s.TokensIn+s.TokensOut > 0) {
+		s.UsagePartial = true
+	}
+	s.UsageUnknown = !known && s.TokensIn+s.TokensOut == 0
+}
+
+// AddCost counts one iteration's cost as AddUsage counts its tokens.
+func (s *Session) AddCost(usd float64, known bool) {
+	s.CostUSD += usd
+	if (known && s.CostUnknown) || (!known && s.CostUSD > 0) {
+		s.CostPartial = true
+	}
+	s.CostUnknown = !known && s.CostUSD == 0
 }
 
 // KnownUsage reports whether the session's token totals are figures: not
@@ -368,6 +405,24 @@ func (s *Session) KnownCost() bool { return !s.CostUnknown || s.CostUSD > 0 }
 
 // unknownFigure is a usage or cost no agent reported.
 const unknownFigure = "unknown"
+
+// partialMark ends a total that leaves out the iterations whose agents
+// reported no figure.
+const partialMark = " (not counting iterations that reported none)"
+
+// MarkPartial is total as the session block, and a session's summary
+// entry, write it: marked as leaving some iterations out when partial.
+func MarkPartial(total string, partial bool) string {
+	if partial {
+		return total + partialMark
+	}
+	return total
+}
+
+// CutPartial is MarkPartial undone: the total, and whether it was marked.
+func CutPartial(val string) (total string, partial bool) {
+	return strings.CutSuffix(val, partialMark)
+}
 
 // Render returns the session section's list as ralph writes it, Extra
 // items last.
@@ -399,12 +454,12 @@ func (s *Session) fields() []Field {
 	kv("iteration", it)
 	kv("task", s.Task)
 	if s.KnownUsage() {
-		kv("tokens", fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut))
+		kv("tokens", MarkPartial(fmt.Sprintf("%d in, %d out", s.TokensIn, s.TokensOut), s.UsagePartial))
 	} else {
 		kv("tokens", unknownFigure)
 	}
 	if s.KnownCost() {
-		kv("cost", fmt.Sprintf("$%.4f", s.CostUSD))
+		kv("cost", MarkPartial(fmt.Sprintf("$%.4f", s.CostUSD), s.CostPartial))
 	} else {
 		kv("cost", unknownFigure)
 	}

@@ -1,6 +1,7 @@
 package mdstate
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,110 @@ func TestSetSessionUnreadableValues(t *testing.T) {
 		if string(got.render("\n")) != string(want.render("\n")) {
 			t.Errorf("%q: read back\n%s", line, got.render("\n"))
 		}
+	}
+}
+
+// Unknown and partial totals are written in words and read back as they
+// were: the block of a session whose agents reported nothing, or only
+// some of its iterations, reads back byte for byte. Files written before
+// partial totals existed read as complete ones.
+func TestSessionUnknownAndPartialTotals(t *testing.T) {
+	tests := []struct {
+		name         string
+		s            Session
+		tokens, cost string
+	}{
+		{"reported", Session{ID: "1", TokensIn: 1200, TokensOut: 300, CostUSD: 0.0123}, "1200 in, 300 out", "$0.0123"},
+		{"none reported", Session{ID: "1", UsageUnknown: true, CostUnknown: true}, "unknown", "unknown"},
+		{"some reported", Session{ID: "1", TokensIn: 1200, TokensOut: 300, CostUSD: 0.0123, UsagePartial: true, CostPartial: true},
+			"1200 in, 300 out (not counting iterations that reported none)", "$0.0123 (not counting iterations that reported none)"},
+		{"tokens from all, cost from some", Session{ID: "1", TokensIn: 7, TokensOut: 2, CostUSD: 0.5, CostPartial: true},
+			"7 in, 2 out", "$0.5000 (not counting iterations that reported none)"},
+		{"tokens from some, cost from none", Session{ID: "1", TokensIn: 7, TokensOut: 2, UsagePartial: true, CostUnknown: true},
+			"7 in, 2 out (not counting iterations that reported none)", "unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := sessionEdit(t, "- [ ] T1: One\n", func(e *ChecklistEdit) error { return e.SetSession(&tt.s) })
+			if !strings.Contains(out, "\n- tokens: "+tt.tokens+"\n- cost: "+tt.cost+"\n") {
+				t.Fatalf("block:\n%s\nwant tokens %q, cost %q", out, tt.tokens, tt.cost)
+			}
+			c, _ := ParseChecklist(TasksKind, []byte(out))
+			got, warns := c.Session()
+			if len(warns) > 0 {
+				t.Fatalf("warnings: %v", warns)
+			}
+			got.Line = 0
+			if !reflect.DeepEqual(*got, tt.s) {
+				t.Fatalf("read back %+v\nwant %+v", *got, tt.s)
+			}
+			// Written again, the block is the same bytes.
+			again := sessionEdit(t, out, func(e *ChecklistEdit) error { return e.SetSession(got) })
+			if again != out {
+				t.Fatalf("written again:\n%s\nwas\n%s", again, out)
+			}
+		})
+	}
+}
+
+// A block written by an older ralph, before partial totals: its figures
+// read as complete.
+func TestSessionOldTotalsReadComplete(t *testing.T) {
+	c, _ := ParseChecklist(TasksKind, []byte("## Session\n\n- id: 1\n- tokens: 12 in, 3 out\n- cost: $0.42\n"))
+	s, warns := c.Session()
+	if len(warns) > 0 || s.TokensIn != 12 || s.TokensOut != 3 || s.CostUSD != 0.42 || s.UsagePartial || s.CostPartial || s.UsageUnknown || s.CostUnknown {
+		t.Fatalf("session %+v, warnings %v", s, warns)
+	}
+	// A mark on what does not read is a person's value: a warning, and
+	// nothing read from it.
+	c, _ = ParseChecklist(TasksKind, []byte("## Session\n\n- id: 1\n- tokens: many (not counting iterations that reported none)\n- cost: unknown (not counting iterations that reported none)\n"))
+	s, warns = c.Session()
+	if len(warns) != 2 || s.TokensIn != 0 || s.UsagePartial || s.CostPartial || s.CostUnknown {
+		t.Fatalf("session %+v, warnings %v", s, warns)
+	}
+}
+
+// AddUsage and AddCost keep the totals unknown while no iteration has
+// reported them, and mark them partial once some have and some have not,
+// in either order.
+func TestSessionAddUsage(t *testing.T) {
+	type iteration struct {
+		in, out int64
+		usd     float64
+		known   bool // tokens and cost both
+	}
+	claude := iteration{in: 1200, out: 300, usd: 0.25, known: true}
+	exec := iteration{}
+	tests := []struct {
+		name                string
+		iterations          []iteration
+		known, partial      bool
+		in, out             int64
+		usd                 float64
+		tokens, costWritten string
+	}{
+		{"no iteration", nil, true, false, 0, 0, 0, "0 in, 0 out", "$0.0000"},
+		{"claude", []iteration{claude, claude}, true, false, 2400, 600, 0.5, "2400 in, 600 out", "$0.5000"},
+		{"exec", []iteration{exec, exec}, false, false, 0, 0, 0, "unknown", "unknown"},
+		{"claude then exec", []iteration{claude, exec}, true, true, 1200, 300, 0.25, "1200 in, 300 out" + partialMark, "$0.2500" + partialMark},
+		{"exec then claude", []iteration{exec, claude}, true, true, 1200, 300, 0.25, "1200 in, 300 out" + partialMark, "$0.2500" + partialMark},
+		{"exec, claude, claude", []iteration{exec, claude, claude}, true, true, 2400, 600, 0.5, "2400 in, 600 out" + partialMark, "$0.5000" + partialMark},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Session{ID: "1"}
+			for _, it := range tt.iterations {
+				s.AddUsage(it.in, it.out, it.known)
+				s.AddCost(it.usd, it.known)
+			}
+			if s.KnownUsage() != tt.known || s.KnownCost() != tt.known || s.UsagePartial != tt.partial || s.CostPartial != tt.partial ||
+				s.TokensIn != tt.in || s.TokensOut != tt.out || s.CostUSD != tt.usd {
+				t.Fatalf("session %+v", s)
+			}
+			b := string(s.Render("\n"))
+			if !strings.Contains(b, "- tokens: "+tt.tokens+"\n- cost: "+tt.costWritten+"\n") {
+				t.Fatalf("block:\n%s", b)
+			}
+		})
 	}
 }

@@ -67,6 +67,8 @@ type source struct {
 	eol  string // "\n" or "\r\n": the file's dominant line ending
 	// lineStarts[i] is the offset where line i+1 starts.
 	lineStarts []int
+	// crlf and lf count the lines that end so (spliced keeps them).
+	crlf, lf int
 }
 
 var bomBytes = []byte{0xEF, 0xBB, 0xBF}
@@ -88,6 +90,12 @@ func readSource(path, name string) (*source, fs.FileInfo, error) {
 // readChecked reads a state file after checking that it is a regular file
 // of a size ralph reads, in the project (checkInside).
 func readChecked(path, name string) ([]byte, fs.FileInfo, error) {
+	return readCheckedLike(path, name, nil)
+}
+
+// readCheckedLike is readChecked of a file ralph expects to hold like:
+// then like itself is returned (readFileLike).
+func readCheckedLike(path, name string, like []byte) ([]byte, fs.FileInfo, error) {
 	if err := checkInside(path, name); err != nil {
 		return nil, nil, err
 	}
@@ -107,7 +115,7 @@ func readChecked(path, name string) ([]byte, fs.FileInfo, error) {
 	if fi.Size() > MaxFileBytes {
 		return nil, nil, &FileError{File: name, Msg: fmt.Sprintf("is %s, larger than the %s ralph reads", humanBytes(fi.Size()), humanBytes(MaxFileBytes)), Hint: "move old content elsewhere"}
 	}
-	data, err := os.ReadFile(path)
+	data, err := readFileLike(path, like)
 	if errors.Is(err, fs.ErrNotExist) { // gone since the stat: an editor's save
 		return nil, nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
 	}
@@ -244,6 +252,7 @@ func newSource(name string, data []byte) (*source, error) {
 			s.lineStarts = append(s.lineStarts, i)
 		}
 	}
+	s.crlf, s.lf = crlf, lf
 	if crlf > lf {
 		s.eol = "\r\n"
 	}

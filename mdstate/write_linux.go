@@ -22,6 +22,20 @@ func exchange(tmp, path string) error {
 	return err
 }
 
+// writeInPlace replaces the contents of the file at path with data, in
+// place (no temporary file, no rename, no fsync): for ralph's own memos in
+// .ralph/, whose readers reject a memo they read half written. A symlink
+// at path is refused (O_NOFOLLOW), never followed: a cloned project could
+// otherwise aim the memo at any file of the user's.
+func writeInPlace(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	return errors.Join(err, f.Close())
+}
+
 // openForWriting reports whether any process has the file f (opened
 // read-only) open for writing: an appender that opened it before ralph's
 // swap may still write into it. It asks for a read lease, which the kernel

@@ -207,3 +207,31 @@ func Detect(ctx context.Context, root string, opts Options) (*Project, error) {
 	}
 	return w.project(), nil
 }
+
+// Files are the files outside a repository that git reads for every
+// one: the system's and the user's config, and the user's default ignore
+// and attributes files (those that exist and those that could).
+func (g GitConfig) Files() []string {
+	home, xdg := g.Home, g.XDGConfigHome
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	var files []string
+	if g.System != "" {
+		files = append(files, g.System)
+	}
+	if g.Global != "" {
+		files = append(files, g.Global)
+	} else {
+		if xdg != "" {
+			files = append(files, filepath.Join(xdg, "git", "config"))
+		}
+		if home != "" {
+			files = append(files, filepath.Join(home, ".gitconfig"))
+		}
+	}
+	if xdg != "" {
+		files = append(files, filepath.Join(xdg, "git", "ignore"), filepath.Join(xdg, "git", "attributes"))
+	}
+	return files
+}

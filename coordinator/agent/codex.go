@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -397,19 +396,19 @@ func codexFileChanges(it *codexItem) string {
 
 // codexRetry is the error line codex prints while it retries a model
 // request: "Reconnecting... 1/5 (the reason)".
-var codexRetry = regexp.MustCompile(`^Reconnecting\.\.\. (\d+)/(\d+)(?: \((.*)\))?$`)
+var codexRetry = lazyRegexp(`^Reconnecting\.\.\. (\d+)/(\d+)(?: \((.*)\))?$`)
 
 // codexWait is a wait the API asked for ("try again in 20s"), which codex
 // honours before its retry.
-var codexWait = regexp.MustCompile(`(?i)try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|seconds?)\b`)
+var codexWait = lazyRegexp(`(?i)try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|seconds?)\b`)
 
 // codexStatus is an HTTP status in codex's error messages: "exceeded retry
 // limit, last status: 429 Too Many Requests", "unexpected status 401
 // Unauthorized: …".
-var codexStatus = regexp.MustCompile(`(?:last status:|unexpected status) (\d{3})\b`)
+var codexStatus = lazyRegexp(`(?:last status:|unexpected status) (\d{3})\b`)
 
 func (s *codexStream) errorLine(msg string) {
-	m := codexRetry.FindStringSubmatch(msg)
+	m := codexRetry().FindStringSubmatch(msg)
 	if m == nil {
 		// Fatal: turn.failed follows with the same message.
 		s.lastError = msg
@@ -426,7 +425,7 @@ func (s *codexStream) errorLine(msg string) {
 }
 
 func codexStatusIn(msg string) int {
-	if m := codexStatus.FindStringSubmatch(msg); m != nil {
+	if m := codexStatus().FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
@@ -434,7 +433,7 @@ func codexStatusIn(msg string) int {
 }
 
 func codexWaitIn(msg string) time.Duration {
-	m := codexWait.FindStringSubmatch(msg)
+	m := codexWait().FindStringSubmatch(msg)
 	if m == nil {
 		return 0
 	}
@@ -526,12 +525,12 @@ func classifyCodex(msg string, now time.Time) (kind ErrorKind, status int, reset
 
 // codexTryAgainAt is codex's usage-limit reset, in local time: "Try again
 // at 3:20 PM." today, "Try again at Nov 24th, 2026 3:20 PM." another day.
-var codexTryAgainAt = regexp.MustCompile(`(?i)try again at (?:([a-z]{3}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) )?(\d{1,2}):(\d{2}) ([ap]m)`)
+var codexTryAgainAt = lazyRegexp(`(?i)try again at (?:([a-z]{3}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) )?(\d{1,2}):(\d{2}) ([ap]m)`)
 
 // codexResetAt finds when a limit resets in codex's message, in now's
 // location; the zero time when it names none.
 func codexResetAt(msg string, now time.Time) time.Time {
-	m := codexTryAgainAt.FindStringSubmatch(msg)
+	m := codexTryAgainAt().FindStringSubmatch(msg)
 	if m == nil {
 		return parseResetAt(msg, now) // "try again in 20s", and the like
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -415,12 +414,12 @@ const (
 var (
 	// geminiCodeJSON is the HTTP status in an API error body quoted in a
 	// message: {"error":{"code":500,…}}.
-	geminiCodeJSON = regexp.MustCompile(`"code"\s*:\s*(\d{3})\b`)
+	geminiCodeJSON = lazyRegexp(`"code"\s*:\s*(\d{3})\b`)
 	// geminiStatusWord is the API's status word in a message.
-	geminiStatusWord = regexp.MustCompile(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|UNAUTHENTICATED|PERMISSION_DENIED|NOT_FOUND|DEADLINE_EXCEEDED)\b`)
+	geminiStatusWord = lazyRegexp(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|UNAUTHENTICATED|PERMISSION_DENIED|NOT_FOUND|DEADLINE_EXCEEDED)\b`)
 	// geminiRetryIn is how the CLI quotes the API's retry delay: "Please
 	// retry in 30.5s", "Suggested retry after 30s".
-	geminiRetryIn = regexp.MustCompile(`(?i)retry (?:in|after) (\d+(?:\.\d+)?)s\b`)
+	geminiRetryIn = lazyRegexp(`(?i)retry (?:in|after) (\d+(?:\.\d+)?)s\b`)
 )
 
 var geminiStatusCodes = map[string]int{
@@ -468,11 +467,11 @@ func geminiErrorStatus(msg string, exitCode int) int {
 	if !strings.HasPrefix(msg, geminiAPIPrefix) {
 		return 0
 	}
-	if m := geminiCodeJSON.FindStringSubmatch(msg); m != nil {
+	if m := geminiCodeJSON().FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
-	if m := geminiStatusWord.FindStringSubmatch(msg); m != nil {
+	if m := geminiStatusWord().FindStringSubmatch(msg); m != nil {
 		return geminiStatusCodes[m[1]]
 	}
 	if exitCode >= 400-256 && exitCode <= 511-256 {
@@ -484,7 +483,7 @@ func geminiErrorStatus(msg string, exitCode int) int {
 // geminiResetAt is when a rate limit ends: the retry delay the CLI quotes,
 // or a time in the message.
 func geminiResetAt(msg string, now time.Time) time.Time {
-	if m := geminiRetryIn.FindStringSubmatch(msg); m != nil {
+	if m := geminiRetryIn().FindStringSubmatch(msg); m != nil {
 		if sec, err := strconv.ParseFloat(m[1], 64); err == nil {
 			return now.Add(time.Duration(sec * float64(time.Second)))
 		}

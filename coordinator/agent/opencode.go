@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -364,7 +362,7 @@ func (s *opencodeStream) failed(r *Result, now time.Time) {
 	r.APIStatus = e.Data.StatusCode
 	r.ErrorText = strings.TrimSpace(e.Name + ": " + e.Data.Message)
 	switch {
-	case r.APIStatus == http.StatusTooManyRequests || r.APIStatus == 529 || usageLimitText(e.Data.Message):
+	case r.APIStatus == 429 || r.APIStatus == 529 || usageLimitText(e.Data.Message):
 		r.ErrorKind = KindRateLimit
 		r.ResetAt = headerRetryAt(e.Data.ResponseHeaders, now)
 		if r.ResetAt.IsZero() {
@@ -398,7 +396,7 @@ func (s *opencodeStream) noAnswer(r *Result, end childEnd) {
 	if s.lastTool != "" {
 		r.ErrorText += "; last tool error: " + s.lastTool
 	}
-	if tail := lastLines(ansiEscape.ReplaceAllString(end.stderrTail, ""), 5, 500); tail != "" {
+	if tail := lastLines(ansiEscape().ReplaceAllString(end.stderrTail, ""), 5, 500); tail != "" {
 		r.ErrorText += " (stderr: " + tail + ")"
 	}
 	r.ErrorText = shorten(r.ErrorText, 1000)
@@ -406,7 +404,7 @@ func (s *opencodeStream) noAnswer(r *Result, end childEnd) {
 
 // ansiEscape matches the colour codes opencode puts in its notices on
 // stderr ("! permission requested: …; auto-rejecting").
-var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+var ansiEscape = lazyRegexp(`\x1b\[[0-9;]*[A-Za-z]`)
 
 // headerRetryAt is when the server said to come back (retry-after-ms, or
 // retry-after in seconds or as a date); the zero time when it did not, or
@@ -422,8 +420,21 @@ func headerRetryAt(h map[string]string, now time.Time) time.Time {
 		}
 		return time.Time{}
 	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+	if t, ok := httpDate(v); ok && t.After(now) {
 		return t
 	}
 	return time.Time{}
+}
+
+// httpDate reads an HTTP date in the three forms HTTP allows (RFC 9110
+// section 5.6.7), as net/http's ParseTime does; net/http itself is not
+// imported for this: its package init costs every ralph command start-up
+// time (issue 14).
+func httpDate(v string) (time.Time, bool) {
+	for _, layout := range []string{"Mon, 02 Jan 2006 15:04:05 GMT", time.RFC850, time.ANSIC} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }

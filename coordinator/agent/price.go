@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -76,7 +75,7 @@ var families = []struct {
 
 // dateSuffix is an API name's snapshot date ("-20250929"). A context
 // marker Claude Code appends ("claude-opus-4-6[1m]") is cut off first.
-var dateSuffix = regexp.MustCompile(`-\d{8}$`)
+var dateSuffix = lazyRegexp(`-\d{8}$`)
 
 // PriceOf returns model's price, and false when neither the table nor a
 // family knows it.
@@ -85,7 +84,7 @@ func PriceOf(model string) (Price, bool) {
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i]
 	}
-	name = dateSuffix.ReplaceAllString(name, "")
+	name = dateSuffix().ReplaceAllString(name, "")
 	if p, ok := prices[name]; ok {
 		return p, true
 	}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -32,22 +31,22 @@ func usageLimitText(s string) bool {
 
 // usageLimitPrefix matches a result text that is nothing but the CLI's own
 // usage-limit notice.
-var usageLimitPrefix = regexp.MustCompile(`(?i)^(claude( ai)? usage limit reached|you['’]ve hit your (usage )?limit|(5-hour|weekly|opus weekly|session) limit reached|limit reached\s*[·∙•])`)
+var usageLimitPrefix = lazyRegexp(`(?i)^(claude( ai)? usage limit reached|you['’]ve hit your (usage )?limit|(5-hour|weekly|opus weekly|session) limit reached|limit reached\s*[·∙•])`)
 
 // usageLimitMessage is the strict test, for results that do not say
 // is_error: a short text that starts like the CLI's notice. An agent's
 // final message that merely talks about limits does not match.
 func usageLimitMessage(s string) bool {
 	s = strings.TrimSpace(s)
-	return len(s) < 300 && usageLimitPrefix.MatchString(s)
+	return len(s) < 300 && usageLimitPrefix().MatchString(s)
 }
 
 var (
-	resetEpoch    = regexp.MustCompile(`limit reached\|(\d{9,11})\b`)
-	resetISO      = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})`)
-	resetIn       = regexp.MustCompile(`(?i)(?:resets?|try again) in ((?:\d+\s*[a-z]+[\s,]*(?:and\s+)?)+)`)
-	resetInPart   = regexp.MustCompile(`(?i)(\d+)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
-	resetClock    = regexp.MustCompile(`(?i)resets?\s+(?:at\s+|on\s+)?(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([^)]+)\))?`)
+	resetEpoch    = lazyRegexp(`limit reached\|(\d{9,11})\b`)
+	resetISO      = lazyRegexp(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})`)
+	resetIn       = lazyRegexp(`(?i)(?:resets?|try again) in ((?:\d+\s*[a-z]+[\s,]*(?:and\s+)?)+)`)
+	resetInPart   = lazyRegexp(`(?i)(\d+)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	resetClock    = lazyRegexp(`(?i)resets?\s+(?:at\s+|on\s+)?(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([^)]+)\))?`)
 	monthsByAbbr  = map[string]time.Month{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}
 	layoutsForISO = []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00", "2006-01-02 15:04:05Z07:00", "2006-01-02T15:04:05Z0700", "2006-01-02 15:04Z07:00"}
 )
@@ -55,20 +54,20 @@ var (
 // parseResetAt finds when a usage limit resets in text, relative to now;
 // the zero time when the text names none.
 func parseResetAt(text string, now time.Time) time.Time {
-	if m := resetEpoch.FindStringSubmatch(text); m != nil {
+	if m := resetEpoch().FindStringSubmatch(text); m != nil {
 		sec, _ := strconv.ParseInt(m[1], 10, 64)
 		return time.Unix(sec, 0)
 	}
-	if m := resetISO.FindString(text); m != "" {
+	if m := resetISO().FindString(text); m != "" {
 		for _, layout := range layoutsForISO {
 			if t, err := time.Parse(layout, m); err == nil {
 				return t
 			}
 		}
 	}
-	if m := resetIn.FindStringSubmatch(text); m != nil {
+	if m := resetIn().FindStringSubmatch(text); m != nil {
 		var d time.Duration
-		for _, p := range resetInPart.FindAllStringSubmatch(m[1], -1) {
+		for _, p := range resetInPart().FindAllStringSubmatch(m[1], -1) {
 			n, _ := strconv.Atoi(p[1])
 			switch unit := strings.ToLower(p[2]); unit[0] {
 			case 'h':
@@ -83,7 +82,7 @@ func parseResetAt(text string, now time.Time) time.Time {
 			return now.Add(d)
 		}
 	}
-	for _, m := range resetClock.FindAllStringSubmatch(text, -1) {
+	for _, m := range resetClock().FindAllStringSubmatch(text, -1) {
 		if t, ok := clockTime(m, now); ok {
 			return t
 		}

@@ -14,8 +14,11 @@
 //   - Every change is a read-modify-write under an exclusive lock on
 //     projects.lock beside it (a file never unlinked, so two processes can
 //     never lock two different files of the same name), and the file is
-//     replaced atomically and durably (mdstate.WriteFileAtomic). Two ralphs
-//     in two projects ending sessions at the same instant both stay listed.
+//     replaced atomically (a reader sees the old list or the new one). It
+//     is not synced to the disk: a crash of the machine may take back the
+//     last change, which the next session makes again, and every session
+//     saves the two fsyncs a durable write costs (issue 14). Two ralphs in
+//     two projects ending sessions at the same instant both stay listed.
 //   - A project that moved or was deleted stays listed, as gone (Entry.Gone),
 //     until Prune removes it: a folder on a disk that is not mounted right
 //     now is not forgotten behind the person's back.
@@ -210,8 +213,28 @@ func (r *Registry) update(fn func([]Entry) ([]Entry, bool)) error {
 	if err != nil {
 		return err
 	}
-	if err := mdstate.WriteFileAtomic(r.Path(), append(data, '\n'), 0o600); err != nil {
+	if err := replaceFile(r.Path(), append(data, '\n')); err != nil {
 		return fmt.Errorf("write the list of projects: %w", err)
+	}
+	return nil
+}
+
+// replaceFile replaces path with data atomically, through a temporary
+// file beside it renamed over it, without syncing (see the package doc).
+func replaceFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
 	}
 	return nil
 }

@@ -58,9 +58,10 @@ type Env struct {
 	// Git is where git's configuration lives (HOME, XDG_CONFIG_HOME,
 	// GIT_CONFIG_*), for the project scan's global excludes file.
 	Git projectdetect.GitConfig
-	// Secrets are the values of the environment's secrets (keys, tokens,
-	// passwords), redacted from everything ralph writes from an agent.
-	Secrets []string
+	// Environ is the environment ralph started with ("NAME=value"). The
+	// commands that run agents find its secrets in it (secrets); the
+	// status cache keys on its git variables.
+	Environ []string
 	// Term is TERM ("dumb": no line editing in chat); NoColor is set by
 	// NO_COLOR.
 	Term    string
@@ -80,6 +81,26 @@ type Factory struct {
 	Env Env
 	// dir is set by -C.
 	dir string
+	// signals is the command's context, cancelled by a signal when the
+	// command stops on signals (watchSignals); stopSignals undoes that.
+	signals     context.Context
+	stopSignals func()
+	// completing is set when the shell asks for completions (cobra's
+	// hidden __complete command): only then are the flags' completions
+	// registered, which costs every other command's start-up time.
+	completing bool
+}
+
+// completing reports a command line that asks for completions.
+func completing(args []string) bool {
+	return len(args) > 0 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd)
+}
+
+// stopWatching removes the signal handlers watchSignals installed, if any.
+func (f *Factory) stopWatching() {
+	if f.stopSignals != nil {
+		f.stopSignals()
+	}
 }
 
 // Project resolves the project root from the working directory (or -C).
@@ -173,7 +194,8 @@ func usagef(format string, args ...any) error {
 // Main runs ralph with args (without the program name) and returns the exit
 // code.
 func Main(ctx context.Context, args []string, io IOStreams, env Env) int {
-	f := &Factory{IO: io, Env: env}
+	f := &Factory{IO: io, Env: env, signals: ctx, completing: completing(args)}
+	defer f.stopWatching()
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
 	root.SetIn(io.In)
@@ -183,7 +205,7 @@ func Main(ctx context.Context, args []string, io IOStreams, env Env) int {
 	if err == nil {
 		return ExitOK
 	}
-	code := signalCode(ctx, reportError(f, cmd, err))
+	code := signalCode(f.signals, reportError(f, cmd, err))
 	reportJSON(f, cmd, args, err, code) // with --json, also on stdout for scripts
 	return code
 }
@@ -263,6 +285,7 @@ IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			f.watchSignals(cmd)
 			return f.checkDir()
 		},
 	}
@@ -280,10 +303,10 @@ IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 		NewCmdHistory(f),
 		NewCmdLog(f),
 		NewCmdRestore(f),
-		NewCmdRun(f),
-		NewCmdResume(f),
-		NewCmdDemo(f),
-		NewCmdChat(f),
+		stopOnSignalsFor(NewCmdRun(f)),
+		stopOnSignalsFor(NewCmdResume(f)),
+		stopOnSignalsFor(NewCmdDemo(f)),
+		stopOnSignalsFor(NewCmdChat(f)),
 		NewCmdAgents(f),
 		NewCmdSessions(f),
 	)
@@ -291,7 +314,10 @@ IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 	group(cmd)
 	addOneShot(f, cmd)
 	chatWhenBare(f, cmd)
-	completeFlags(f, cmd)
+	stopOnSignalsFor(cmd) // the one-shot, and chat when bare
+	if f.completing {
+		completeFlags(f, cmd)
+	}
 	for _, c := range cmd.Commands() {
 		if c.Name() == "completion" {
 			group(c)
@@ -412,7 +438,7 @@ func EnvFromOS() (Env, error) {
 		return Env{}, fmt.Errorf("find the working directory: %w", err)
 	}
 	env := Env{Dir: dir, Agent: os.Getenv("RALPH_AGENT"), Git: projectdetect.GitConfigFromEnv(os.Getenv),
-		Secrets: coordinator.SecretsFromEnv(os.Environ()), Term: os.Getenv("TERM"), NoColor: os.Getenv("NO_COLOR") != ""}
+		Environ: os.Environ(), Term: os.Getenv("TERM"), NoColor: os.Getenv("NO_COLOR") != ""}
 	env.ConfigDir, _ = os.UserConfigDir()
 	env.Home, _ = os.UserHomeDir()
 	env.StateDir = registry.DefaultDir(os.Getenv, env.Home)
@@ -425,6 +451,11 @@ func EnvFromOS() (Env, error) {
 	}
 	return env, nil
 }
+
+// secrets are the values of the environment's secrets (keys, tokens,
+// passwords), redacted from everything ralph writes from an agent. Found
+// only by the commands that run one: the patterns cost start-up time.
+func (e Env) secrets() []string { return coordinator.SecretsFromEnv(e.Environ) }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 

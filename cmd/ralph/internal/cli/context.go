@@ -27,6 +27,8 @@ type SessionJSON struct {
 	TokensIn      *int64     `json:"tokens_in"` // null while its agents reported none
 	TokensOut     *int64     `json:"tokens_out"`
 	CostUSD       *float64   `json:"cost_usd"`
+	UsagePartial  bool       `json:"usage_partial"` // the tokens leave out iterations whose agents reported none
+	CostPartial   bool       `json:"cost_partial"`
 	Baseline      *string    `json:"baseline"`
 	Agent         *string    `json:"agent"`
 	Model         *string    `json:"model"`
@@ -44,11 +46,11 @@ func sessionJSON(s *mdstate.Session) *SessionJSON {
 		Baseline:      nullIfZero(s.Baseline), Agent: nullIfZero(s.Agent), Model: nullIfZero(s.Model), PID: nullIfZero(s.PID)}
 	if s.KnownUsage() {
 		in, out := s.TokensIn, s.TokensOut
-		j.TokensIn, j.TokensOut = &in, &out
+		j.TokensIn, j.TokensOut, j.UsagePartial = &in, &out, s.UsagePartial
 	}
 	if s.KnownCost() {
 		cost := s.CostUSD
-		j.CostUSD = &cost
+		j.CostUSD, j.CostPartial = &cost, s.CostPartial
 	}
 	if s.Task != "" {
 		t := s.Task
@@ -110,6 +112,9 @@ type commitJSON struct {
 	Time    time.Time `json:"time"`
 	Subject string    `json:"subject"`
 	Files   []string  `json:"files"`
+	// FilesMore: the commit changed more paths than files lists
+	// (gitctx.MaxFiles).
+	FilesMore bool `json:"files_more,omitempty"`
 }
 
 type sinceJSON struct {
@@ -130,7 +135,7 @@ func nonNil(s []string) []string {
 func commitsJSON(cs []gitctx.Commit) []commitJSON {
 	out := []commitJSON{}
 	for _, c := range cs {
-		out = append(out, commitJSON{Hash: c.Hash, Author: c.Author, Time: c.Time, Subject: c.Subject, Files: nonNil(c.Files)})
+		out = append(out, commitJSON{Hash: c.Hash, Author: c.Author, Time: c.Time, Subject: c.Subject, Files: nonNil(c.Files), FilesMore: c.FilesMore})
 	}
 	return out
 }
@@ -243,7 +248,7 @@ out.`,
 
 func contextJSON(r *coordinator.Report) ContextJSON {
 	j := ContextJSON{StatusJSON: statusJSON(r.State), ProjectScan: r.Project, Interrupted: r.Interrupted(), Holder: r.Holder, Problems: r.Problems}
-	j.Session = sessionJSON(r.Session)
+	j.Session = reportSessionJSON(r)
 	j.Project = projectJSON(r.Project)
 	j.Git = gitJSON(r.Git, true)
 	j.Recent = []*EntryJSON{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -99,39 +100,36 @@ func newCmdSetStatus(f *Factory, kind mdstate.Kind, verb string, to mdstate.Stat
 			id := strings.ToUpper(args[0])
 			var was mdstate.Status
 			var title string
-			reset := false
+			var reset bool
+			var dup *mdstate.DuplicateError
 			_, err := update(f, kind, func(e *mdstate.ChecklistEdit) error {
 				it := e.Checklist().Find(id)
 				if it == nil {
 					return e.NotFound(id)
 				}
-				was, title = it.Status, it.Title
+				was, title, dup = it.Status, it.Title, nil
 				if err := e.SetStatus(id, to); err != nil {
 					return err
 				}
-				// Reopened: the failed attempts start from 0, or the next
-				// failure would skip it again at once. The notes keep them.
-				if verb == "reopen" && it.Attempts > 0 {
-					reset = true
-					if err := e.SetMeta(id, "attempts", "0"); err != nil {
-						return err
-					}
+				var err error
+				if reset, err = afterStatus(e, kind, verb, it); err != nil {
+					return err
 				}
-				if note != "" {
-					return e.AddMeta(id, "note", note)
-				}
-				return nil
+				return addNote(e, id, note, &dup)
 			})
 			if err != nil {
 				return err
 			}
-			if was == to && note == "" && !reset {
+			if was == to && (note == "" || dup != nil) && !reset {
 				fmt.Fprintf(f.IO.Out, "%s is already %s: %s\n", id, statusWord(to), title)
-				return nil
+			} else {
+				fmt.Fprintf(f.IO.Out, "%s %s: %s\n", id, statusWord(to), title)
 			}
-			fmt.Fprintf(f.IO.Out, "%s %s: %s\n", id, statusWord(to), title)
 			if reset {
 				fmt.Fprintf(f.IO.Out, "its failed attempts start again from 0 (--max-attempts)\n")
+			}
+			if dup != nil {
+				fmt.Fprintf(f.IO.Out, "%s: %s\n", dup, dup.Text)
 			}
 			return nil
 		},
@@ -139,6 +137,45 @@ func newCmdSetStatus(f *Factory, kind mdstate.Kind, verb string, to mdstate.Stat
 	cmd.Flags().StringVar(&note, "note", "", "add `TEXT` as a note to the "+kind.Noun+" (why, what is left)")
 	cmd.ValidArgsFunction = completeItemArg(f, kind, notStatus(to))
 	return cmd
+}
+
+// afterStatus has e do what goes with a task's new status, as the loop
+// does it. Done: ralph's failure notes and the attempts line go, as when
+// the agent completes it (coordinator.ClearFailures). Reopened: the failed
+// attempts start from 0, or the next failure would skip it again at once,
+// and the notes lose the words saying ralph gave up on it; their reasons
+// stay. It reports whether a reopened task was reset so.
+func afterStatus(e *mdstate.ChecklistEdit, kind mdstate.Kind, verb string, it *mdstate.Item) (bool, error) {
+	if kind != mdstate.TasksKind {
+		return false, nil
+	}
+	switch verb {
+	case "done":
+		return false, coordinator.ClearFailures(e, it.ID)
+	case "reopen":
+		if it.Attempts > 0 {
+			if err := e.SetMeta(it.ID, "attempts", "0"); err != nil {
+				return false, err
+			}
+		}
+		cleared, err := coordinator.ClearGaveUp(e, it.ID)
+		return cleared || it.Attempts > 0, err
+	}
+	return false, nil
+}
+
+// addNote has e add a person's note under item id, unless it has one
+// that says the same already: then *dup names it, and the status change
+// is still written.
+func addNote(e *mdstate.ChecklistEdit, id, note string, dup **mdstate.DuplicateError) error {
+	if note == "" {
+		return nil
+	}
+	err := e.AddNoteOnce(id, note)
+	if errors.As(err, dup) {
+		return nil
+	}
+	return err
 }
 
 // NewCmdTask builds `ralph task`.

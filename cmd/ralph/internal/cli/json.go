@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralph-dev/ralph/coordinator"
+	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -79,6 +81,64 @@ func figuresJSON(e mdstate.Entry) FiguresJSON {
 		j.DurationMS = &ms
 	}
 	return j
+}
+
+// EntryJSON is one progress entry, the same in every --json output that
+// has entries (`status --json`'s progress.last, `context --json`'s
+// recent_progress, `log --json`, `resume --list --json`): its numbers
+// typed (FiguresJSON), and its fields as written, text for text. The
+// fields stay, unparsed, for the scripts that read them and for what ralph
+// does not parse (outcome, agent, summary, a person's own keys); the
+// numbers are read from them by the one reader of ralph's entries
+// (coordinator.EntryFigures).
+type EntryJSON struct {
+	Time  *time.Time `json:"time"` // null when the heading has no time ralph can read
+	Title string     `json:"title"`
+	Line  int        `json:"line"`
+	FiguresJSON
+	Fields map[string]FieldValueJSON `json:"fields"`
+}
+
+func entryJSON(e mdstate.Entry) *EntryJSON {
+	j := &EntryJSON{Time: timeOrNull(e.Time), Title: e.Title, Line: e.Line, FiguresJSON: figuresJSON(e), Fields: map[string]FieldValueJSON{}}
+	for _, f := range e.Fields {
+		// The first of a repeated key, as ralph reads it (Entry.Get).
+		if _, dup := j.Fields[f.Key]; !dup {
+			j.Fields[f.Key] = FieldValueJSON{Text: f.Value, List: f.List}
+		}
+	}
+	return j
+}
+
+// FieldValueJSON is the value of one field of an entry: its text, or for a
+// field with nested items (decisions, guidance) the list of them, led by
+// the text on the key's own line when there is one.
+type FieldValueJSON struct {
+	Text string
+	List []string
+}
+
+func (v FieldValueJSON) MarshalJSON() ([]byte, error) {
+	if len(v.List) == 0 {
+		return marshalText(v.Text)
+	}
+	if v.Text == "" {
+		return marshalText(v.List)
+	}
+	return marshalText(append([]string{v.Text}, v.List...))
+}
+
+// marshalText is json.Marshal for a MarshalJSON method: with "<", ">" and
+// "&" as they are, as writeJSON prints the rest (the encoder leaves a
+// method's escapes in place).
+func marshalText(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ErrorKind says what kind of error a --json command's {"error": …}
@@ -200,4 +260,29 @@ func timeOrNull(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// runStartedJSON is the run_started event, the first line of `ralph run
+// --json` (runHeader): when the run starts, as every event has its time,
+// and null for a model, a permission flag or a limit that is not set.
+type runStartedJSON struct {
+	Event           string           `json:"event"`
+	Time            *time.Time       `json:"time"`
+	Agent           string           `json:"agent"`
+	Model           *string          `json:"model"`
+	Permission      agent.Permission `json:"permission_mode"`
+	PermissionFlags *string          `json:"permission_flags"` // how the agent's CLI is told
+	MaxTurns        *int             `json:"max_turns"`        // null too when the agent's CLI takes no cap
+	MaxIterations   *int             `json:"max_iterations"`
+	MaxCost         *float64         `json:"max_cost_usd"`
+	MaxTokens       *int64           `json:"max_tokens"`
+	MaxTime         *string          `json:"max_time"`
+	Plan            *RunPlan         `json:"plan"`
+}
+
+func (h runHeader) MarshalJSON() ([]byte, error) {
+	return marshalText(runStartedJSON{Event: h.Event, Time: timeOrNull(h.Time), Agent: h.Agent, Model: nullIfZero(h.Model),
+		Permission: h.Permission, PermissionFlags: nullIfZero(h.PermissionFlags), MaxTurns: nullIfZero(h.MaxTurns),
+		MaxIterations: nullIfZero(h.MaxIterations), MaxCost: nullIfZero(h.MaxCost), MaxTokens: nullIfZero(h.MaxTokens),
+		MaxTime: nullIfZero(h.MaxTime), Plan: h.Plan})
 }

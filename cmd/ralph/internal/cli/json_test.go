@@ -62,3 +62,34 @@ func TestShownInJSONStaysOneDocument(t *testing.T) {
 		t.Error("no error object for a failure with --json")
 	}
 }
+
+// An entry's fields are one object in every --json output: text as
+// written ("<" and "&" as they are), a field with nested items a list.
+func TestEntryFieldsJSON(t *testing.T) {
+	e := mdstate.Entry{Title: "T1: One", Fields: []mdstate.Field{
+		{Key: "summary", Value: "Wrote <b> & more."},
+		{Key: "decisions", List: []string{"Go 1.26", "no vendoring"}},
+		{Key: "notes", Value: "two", List: []string{"a", "b"}},
+		{Key: "summary", Value: "a second one, not read"},
+	}}
+	var b bytes.Buffer
+	if err := writeJSON(&b, entryJSON(e).Fields); err != nil {
+		t.Fatal(err)
+	}
+	const want = `{
+  "decisions": [
+    "Go 1.26",
+    "no vendoring"
+  ],
+  "notes": [
+    "two",
+    "a",
+    "b"
+  ],
+  "summary": "Wrote <b> & more."
+}
+`
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,15 +10,12 @@ import (
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
-// LogEntryJSON is one entry in `ralph log --json`.
+// LogEntryJSON is one entry in `ralph log --json`: the entry as every
+// --json output gives it (EntryJSON), and the text under its heading that
+// is not a field (a person's notes).
 type LogEntryJSON struct {
-	Time   *time.Time      `json:"time"` // null when the heading has no time ralph can read
-	Title  string          `json:"title"`
-	Line   int             `json:"line"`
-	Fields []mdstate.Field `json:"fields"`
-	Body   *string         `json:"body"`
-	// FiguresJSON are its numbers, typed (json.go).
-	FiguresJSON
+	*EntryJSON
+	Body *string `json:"body"`
 }
 
 // NewCmdLog builds `ralph log`.
@@ -33,7 +29,14 @@ func NewCmdLog(f *Factory) *cobra.Command {
 one-shot, chat turn and session summary ralph wrote, and the entries people
 added. With a task ID, only the entries about that task.
 
-It reads the log from its end, so it is quick on a log of any size.`,
+It reads the log from its end, so it is quick on a log of any size.
+
+--json prints a list of entries, oldest first, each as 'ralph status
+--json' gives the last one: time, title, line, its numbers typed
+(iteration, duration_ms, tokens_in, tokens_out, cost_usd; null when it has
+none or they are unknown), its fields as an object of key to text (a list
+of texts for a field with nested items), and body, the text under its
+heading that is not a field (null when none).`,
 		Example: `  ralph log
   ralph log T3
   ralph log --limit 50 --json`,
@@ -102,14 +105,7 @@ func pickEntries(all []mdstate.Entry, id string, limit int) []mdstate.Entry {
 func logJSON(entries []mdstate.Entry) []LogEntryJSON {
 	out := []LogEntryJSON{}
 	for _, e := range entries {
-		j := LogEntryJSON{Title: e.Title, Line: e.Line, FiguresJSON: figuresJSON(e), Fields: e.Fields}
-		if j.Fields == nil {
-			j.Fields = []mdstate.Field{}
-		}
-		if !e.Time.IsZero() {
-			t := e.Time
-			j.Time = &t
-		}
+		j := LogEntryJSON{EntryJSON: entryJSON(e)}
 		if b := strings.TrimSpace(e.Body); b != "" {
 			j.Body = &b
 		}

@@ -78,7 +78,7 @@ func runOneShot(f *Factory, c *cobra.Command, o oneShotOptions, task string) err
 		return err
 	}
 	opts := coordinator.Options{Root: p.Root, Agent: ag, Model: set.Model.Value, MaxTurns: o.MaxTurns, Permission: set.Permission.Value,
-		Now: f.nowFunc(), Git: f.Env.Git, Secrets: withAgentSecrets(f.Env.Secrets, set)}
+		Now: f.nowFunc(), Git: f.Env.Git, Secrets: withAgentSecrets(f.Env.secrets(), set)}
 	// The header goes to stderr even with --json: stdout is the result's.
 	fmt.Fprintf(f.IO.ErrOut, "ralph: %s\n", newRunHeader(opts))
 	res, err := coordinator.OneShot(c.Context(), opts, task)

@@ -246,7 +246,7 @@ func (o *RunOptions) options(f *Factory) (coordinator.Options, error) {
 		NoOutputTimeout: o.NoOutputTimeout, IterationTimeout: o.IterationTimeout}
 	opts.Now = f.nowFunc()
 	opts.Git = f.Env.Git
-	opts.Secrets, opts.Resources = withAgentSecrets(f.Env.Secrets, set), o.Resources
+	opts.Secrets, opts.Resources = withAgentSecrets(f.Env.secrets(), set), o.Resources
 	opts.Watch = true // a person's edits show, and a task they take stops
 	opts.Project = p  // what was parsed here is not parsed again
 	opts.Registry = f.registry()
@@ -493,21 +493,23 @@ const permissionFlagUsage = "what the agent may do without asking: `MODE` bypass
 
 // runHeader is how a run starts its agents: which agent, with which
 // permissions, within which limits. It is shown before any agent starts:
-// a line on stderr, or the first line of --json.
+// a line on stderr, or the first line of --json (the run_started event,
+// runStartedJSON in json.go).
 type runHeader struct {
-	Event           string           `json:"event"` // "run_started"
-	Agent           string           `json:"agent"`
-	Model           string           `json:"model,omitempty"`
-	Permission      agent.Permission `json:"permission_mode"`
-	PermissionFlags string           `json:"permission_flags,omitempty"` // how the agent's CLI is told
-	MaxTurns        int              `json:"max_turns,omitempty"`        // when the agent's CLI takes a cap
-	MaxTurnsFlag    string           `json:"-"`
-	MaxIterations   int              `json:"max_iterations,omitempty"`
-	MaxCost         float64          `json:"max_cost_usd,omitempty"`
-	MaxTokens       int64            `json:"max_tokens,omitempty"`
-	MaxTime         string           `json:"max_time,omitempty"`
+	Event           string    // "run_started"
+	Time            time.Time // when the run starts
+	Agent           string
+	Model           string
+	Permission      agent.Permission
+	PermissionFlags string // how the agent's CLI is told
+	MaxTurns        int    // when the agent's CLI takes a cap
+	MaxTurnsFlag    string
+	MaxIterations   int
+	MaxCost         float64
+	MaxTokens       int64
+	MaxTime         string
 	// Plan is where a run starts (not given for a one-shot).
-	Plan *RunPlan `json:"plan,omitempty"`
+	Plan *RunPlan
 }
 
 // RunPlan is where a run starts: the tasks that can start now, and the
@@ -529,6 +531,9 @@ func newRunHeader(o coordinator.Options) runHeader {
 	h := runHeader{Event: runStartedEvent, Agent: name, Model: o.Model, Permission: perm,
 		PermissionFlags: agent.PermissionFlags(name, perm), MaxTurnsFlag: agent.MaxTurnsFlag(name, o.MaxTurns),
 		MaxIterations: o.MaxIterations, MaxCost: o.MaxCost, MaxTokens: o.MaxTokens}
+	if o.Now != nil {
+		h.Time = o.Now()
+	}
 	if h.MaxTurnsFlag != "" {
 		h.MaxTurns = o.MaxTurns
 	}
@@ -603,6 +608,9 @@ func (p RunPlan) String() string {
 	}
 	if p.Continues != nil {
 		return ready + " · continues session " + *p.Continues
+	}
+	if p.TasksReady == 0 {
+		return ready // no session opens
 	}
 	return ready + " · a new session"
 }

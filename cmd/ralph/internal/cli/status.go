@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -55,29 +54,6 @@ type ProgressJSON struct {
 	Last    *EntryJSON `json:"last"`
 }
 
-// EntryJSON is one progress entry: its numbers typed (FiguresJSON), and
-// its fields as written, text for text. The fields stay, unparsed, for the
-// scripts that read them and for what ralph does not parse (outcome,
-// agent, summary, a person's own keys); the numbers are read from them by
-// the one reader of ralph's entries (coordinator.EntryFigures).
-type EntryJSON struct {
-	Time  *time.Time `json:"time"`
-	Title string     `json:"title"`
-	Line  int        `json:"line"`
-	FiguresJSON
-	Fields map[string]string `json:"fields"`
-}
-
-func entryJSON(e mdstate.Entry) *EntryJSON {
-	j := &EntryJSON{Time: timeOrNull(e.Time), Title: e.Title, Line: e.Line, FiguresJSON: figuresJSON(e), Fields: map[string]string{}}
-	for _, f := range e.Fields {
-		if _, dup := j.Fields[f.Key]; !dup {
-			j.Fields[f.Key] = f.Value
-		}
-	}
-	return j
-}
-
 // NewCmdStatus builds `ralph status`.
 func NewCmdStatus(f *Factory) *cobra.Command {
 	var asJSON bool
@@ -95,12 +71,12 @@ never renamed.`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, _ := f.Project()
-			r, err := coordinator.BuildReport(cmd.Context(), p.Root, coordinator.ReportOptions{Progress: 1, Commits: 1, Git: f.Env.Git})
+			r, err := coordinator.BuildReport(cmd.Context(), p.Root, coordinator.ReportOptions{Progress: 1, NoHistory: true, Git: f.Env.Git, StatusCache: f.statusCache(p.Root)})
 			if err != nil {
 				return err
 			}
 			out := statusJSON(r.State)
-			out.Session = sessionJSON(r.Session)
+			out.Session = reportSessionJSON(r)
 			out.Project = projectJSON(r.Project)
 			out.Git = gitJSON(r.Git, false)
 			if asJSON {
@@ -112,6 +88,18 @@ never renamed.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON for scripts")
 	return cmd
+}
+
+// reportSessionJSON is the report's session with, while a coordinator
+// runs it, that coordinator's pid: the session block does not keep it
+// (docs/state-format.md), the lock's holder does.
+func reportSessionJSON(r *coordinator.Report) *SessionJSON {
+	j := sessionJSON(r.Session)
+	if j != nil && r.Holder != nil && r.Holder.PID > 0 && r.Session.Status == mdstate.SessionRunning {
+		pid := r.Holder.PID
+		j.PID = &pid
+	}
+	return j
 }
 
 func statusJSON(st *mdstate.State) StatusJSON {

@@ -9,6 +9,7 @@ import (
 	"github.com/ralph-dev/ralph/chat"
 	"github.com/ralph-dev/ralph/coordinator"
 	"github.com/ralph-dev/ralph/coordinator/proc"
+	"github.com/ralph-dev/ralph/gitctx"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -72,16 +73,25 @@ func runSummary(out coordinator.Outcome, t runTally, left, skipped, files []stri
 		if s.Commits > 0 {
 			b.WriteString(", " + countOf(s.Commits, "commit"))
 		}
-		switch {
-		case s.TokensIn+s.TokensOut == 0 && t.usageUnknown:
-			b.WriteString(", tokens and cost unknown.\n") // its agent reports none
-		case s.CostUSD == 0 && t.costUnknown:
-			fmt.Fprintf(&b, ", %d tokens in, %d out, cost unknown.\n", s.TokensIn, s.TokensOut)
-		default:
-			fmt.Fprintf(&b, ", %d tokens in, %d out, $%.4f.\n", s.TokensIn, s.TokensOut, s.CostUSD)
-		}
+		b.WriteString(", " + sessionSpent(s) + ".\n")
 	}
 	return b.String()
+}
+
+// sessionSpent is a session's totals as its block has them: unknown while
+// its agents reported none, and marked when some iterations reported none.
+func sessionSpent(s mdstate.Session) string {
+	if !s.KnownUsage() && !s.KnownCost() {
+		return "tokens and cost unknown" // its agents report none
+	}
+	tokens, cost := "tokens unknown", "cost unknown"
+	if s.KnownUsage() {
+		tokens = mdstate.MarkPartial(fmt.Sprintf("%d tokens in, %d out", s.TokensIn, s.TokensOut), s.UsagePartial)
+	}
+	if s.KnownCost() {
+		cost = mdstate.MarkPartial(fmt.Sprintf("$%.4f", s.CostUSD), s.CostPartial)
+	}
+	return tokens + ", " + cost
 }
 
 // spent is a run's tokens and cost, "unknown" where the agent's CLI did
@@ -168,12 +178,15 @@ type worktree struct {
 	head  string
 }
 
-// readWorktree reads root's worktree.
+// readWorktree reads root's worktree: its status from the git CLI, HEAD
+// in process.
 func readWorktree(ctx context.Context, root string) worktree {
 	w := worktree{dirty: dirtyFiles(ctx, root)}
-	res, err := proc.Run(ctx, proc.Cmd{Name: "git", Args: []string{"rev-parse", "-q", "--verify", "HEAD"}, Dir: root})
-	if err == nil && res.ExitCode == 0 {
-		w.head = strings.TrimSpace(string(res.Stdout))
+	if repo, err := gitctx.Open(root, proc.Runner{}); err == nil {
+		if h, err := repo.Head(); err == nil && !h.Unborn {
+			w.head = h.Hash
+		}
+		repo.Close()
 	}
 	return w
 }
@@ -183,14 +196,26 @@ func readWorktree(ctx context.Context, root string) worktree {
 // state files and ralph's runtime folder left out.
 func changedSince(ctx context.Context, root string, before, after worktree) []string {
 	files := newlyChanged(before.dirty, after.dirty)
+	add := func(f string) {
+		if !slices.Contains(files, f) && !ralphsOwn(f) {
+			files = append(files, f)
+		}
+	}
 	if before.head != "" && after.head != "" && before.head != after.head {
-		res, err := proc.Run(ctx, proc.Cmd{Name: "git", Args: []string{"diff", "--name-only", before.head, after.head}, Dir: root})
-		if err == nil && res.ExitCode == 0 {
-			for _, f := range strings.Fields(string(res.Stdout)) {
-				if !slices.Contains(files, f) && !ralphsOwn(f) {
-					files = append(files, f)
+		if repo, err := gitctx.Open(root, proc.Runner{}); err == nil {
+			commits, _, err := repo.CommitsSince(ctx, before.head)
+			if err == nil {
+				for _, c := range commits {
+					cfiles := c.Files
+					if c.FilesMore { // capped at gitctx.MaxFiles: ask for all
+						cfiles, _ = repo.Changed(ctx, "", c.Hash)
+					}
+					for _, f := range cfiles {
+						add(f)
+					}
 				}
 			}
+			repo.Close()
 		}
 	}
 	slices.Sort(files)

@@ -1,0 +1,13 @@
+package coordinator
+
+import (
+	"regexp"
+	"sync"
+)
+
+// lazyRegexp returns a regular expression compiled on first use, not at
+// start-up: commands that never run an agent (status, task edits) do not
+// pay for the patterns that read its report (issue 14).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}

@@ -1,0 +1,128 @@
+package mdstate
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Ready is asked for several times an iteration by a coordinator, on a
+// file whose last write changed a task or two. On 10,000 tasks working it
+// out takes most of a millisecond; from the last version's answer, only
+// the tasks whose status or priority changed, and those waiting for them,
+// are looked at again.
+
+// readyList is a checklist's ready tasks, by index in Items, in the order
+// Ready gives them; worked out once, on first use.
+type readyList struct {
+	once sync.Once
+	done atomic.Bool
+	idx  []int
+	// from is the checklist this one was made from by an edit (reparse),
+	// and changed the items whose status or priority may differ from
+	// from's: the answer is from's, looked at again there.
+	from    *Checklist
+	changed []int
+	// deps maps an ID to the items that wait for it; shared by the
+	// versions whose IDs and dependencies are the same.
+	deps *dependents
+}
+
+// dependents maps each ID to the indexes of the items that wait for it,
+// built on first use.
+type dependents struct {
+	once sync.Once
+	of   map[string][]int
+}
+
+func (d *dependents) on(items []Item, id string) []int {
+	d.once.Do(func() {
+		d.of = map[string][]int{}
+		for i := range items {
+			for _, ref := range items[i].After {
+				d.of[ref] = append(d.of[ref], i)
+			}
+		}
+	})
+	return d.of[id]
+}
+
+// readyIndexes returns the indexes of the ready items, in Ready's order.
+func (c *Checklist) readyIndexes() []int {
+	r := &c.ready
+	r.once.Do(func() {
+		if f := r.from; f != nil && f.ready.done.Load() && r.deps != nil {
+			r.idx = c.readyFrom(f.ready.idx, r.changed)
+		} else {
+			r.idx = c.findReady()
+		}
+		r.from, r.changed = nil, nil
+		r.done.Store(true)
+	})
+	return r.idx
+}
+
+// readyKey orders ready items: priority 1 first, then 2, …, then those
+// without one; ties in file order.
+func (c *Checklist) readyKey(i int) int {
+	if p := c.Items[i].Priority; p > 0 {
+		return p
+	}
+	return 1 << 30
+}
+
+func (c *Checklist) byReadyOrder(a, b int) int {
+	return cmp.Or(cmp.Compare(c.readyKey(a), c.readyKey(b)), cmp.Compare(a, b))
+}
+
+// isReady reports whether item i can run now.
+func (c *Checklist) isReady(i int) bool {
+	return c.Items[i].Status == Pending && c.depsDone(&c.Items[i])
+}
+
+// findReady works Ready out from every item.
+func (c *Checklist) findReady() []int {
+	var out []int
+	for i := range c.Items {
+		if c.isReady(i) {
+			out = append(out, i)
+		}
+	}
+	slices.SortFunc(out, c.byReadyOrder)
+	return out
+}
+
+// readyFrom works Ready out from old, the answer for the version this
+// one was made from, whose items are these but for the status or
+// priority of those in changed: only those and the items that wait for
+// them can have become ready or stopped being so, or moved.
+func (c *Checklist) readyFrom(old, changed []int) []int {
+	look := map[int]bool{}
+	for _, i := range changed {
+		look[i] = true
+		for _, j := range c.ready.deps.on(c.Items, c.Items[i].ID) {
+			look[j] = true
+		}
+	}
+	var now []int
+	for i := range look {
+		if c.isReady(i) {
+			now = append(now, i)
+		}
+	}
+	slices.SortFunc(now, c.byReadyOrder)
+	out := make([]int, 0, len(old)+len(now))
+	k := 0
+	for _, i := range old {
+		if look[i] {
+			continue
+		}
+		for k < len(now) && c.byReadyOrder(now[k], i) < 0 {
+			out = append(out, now[k])
+			k++
+		}
+		out = append(out, i)
+	}
+	return append(out, now[k:]...)
+}
