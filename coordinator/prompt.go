@@ -220,6 +220,9 @@ const header = "# Project context from ralph\n\nralph rebuilt this from the proj
 // fit renders blocks, dropping items from the least important droppable
 // block first until the text fits the budget. It keeps a running size, so
 // dropping a thousand items costs a thousand subtractions, not renders.
+// The footer that counts what was left out only grows as items go, so its
+// length is taken again only when the text seems to fit: what fits with
+// an older, shorter footer may not fit with the new one, and then more go.
 func fit(blocks []block, budget int) string {
 	dropped := map[string]int{}
 	var order []string
@@ -231,33 +234,40 @@ func fit(blocks []block, budget int) string {
 	for _, bl := range blocks {
 		size += blockSize(bl)
 	}
-	for (size+len(footer(dropped, order, one))+3)/4 > budget {
-		i := len(blocks) - 1 // the least important block with items to drop
-		for ; i >= 0; i-- {
-			if blocks[i].droppable && len(blocks[i].items) > 0 {
-				break
+	over := func(footerLen int) bool { return (size+footerLen+3)/4 > budget }
+	for fl := 0; over(fl); fl = len(footer(dropped, order, one)) {
+		for over(fl) {
+			b := lastDroppable(blocks)
+			if b == nil {
+				return render(blocks, footer(dropped, order, one)) // only essentials left: never cut the task itself
 			}
+			var it string
+			if b.dropFirst {
+				it, b.items = b.items[0], b.items[1:]
+			} else {
+				it, b.items = b.items[len(b.items)-1], b.items[:len(b.items)-1]
+			}
+			size -= itemSize(it)
+			if len(b.items) == 0 {
+				size -= blockHead(*b) // an empty block is not rendered
+			}
+			if dropped[b.noun] == 0 {
+				order = append(order, b.noun)
+			}
+			dropped[b.noun]++
 		}
-		if i < 0 {
-			break // only essentials left: never cut the task itself
-		}
-		b := &blocks[i]
-		var it string
-		if b.dropFirst {
-			it, b.items = b.items[0], b.items[1:]
-		} else {
-			it, b.items = b.items[len(b.items)-1], b.items[:len(b.items)-1]
-		}
-		size -= itemSize(it)
-		if len(b.items) == 0 {
-			size -= blockHead(*b) // an empty block is not rendered
-		}
-		if dropped[b.noun] == 0 {
-			order = append(order, b.noun)
-		}
-		dropped[b.noun]++
 	}
 	return render(blocks, footer(dropped, order, one))
+}
+
+// lastDroppable is the least important block with items to drop, or nil.
+func lastDroppable(blocks []block) *block {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if blocks[i].droppable && len(blocks[i].items) > 0 {
+			return &blocks[i]
+		}
+	}
+	return nil
 }
 
 // blockSize is the length render gives a block: its heading, and each
