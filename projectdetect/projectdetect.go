@@ -212,26 +212,37 @@ func Detect(ctx context.Context, root string, opts Options) (*Project, error) {
 // one: the system's and the user's config, and the user's default ignore
 // and attributes files (those that exist and those that could).
 func (g GitConfig) Files() []string {
-	home, xdg := g.Home, g.XDGConfigHome
-	if xdg == "" && home != "" {
-		xdg = filepath.Join(home, ".config")
+	files := g.configs()
+	if xdg := g.xdg(); xdg != "" {
+		files = append(files, filepath.Join(xdg, "git", "ignore"), filepath.Join(xdg, "git", "attributes"))
 	}
+	return files
+}
+
+// configs are the system's and the user's config files, in the order git
+// reads them (a later setting wins).
+func (g GitConfig) configs() []string {
 	var files []string
 	if g.System != "" {
 		files = append(files, g.System)
 	}
 	if g.Global != "" {
-		files = append(files, g.Global)
-	} else {
-		if xdg != "" {
-			files = append(files, filepath.Join(xdg, "git", "config"))
-		}
-		if home != "" {
-			files = append(files, filepath.Join(home, ".gitconfig"))
-		}
+		return append(files, g.Global)
 	}
-	if xdg != "" {
-		files = append(files, filepath.Join(xdg, "git", "ignore"), filepath.Join(xdg, "git", "attributes"))
+	if xdg := g.xdg(); xdg != "" {
+		files = append(files, filepath.Join(xdg, "git", "config"))
+	}
+	if g.Home != "" {
+		files = append(files, filepath.Join(g.Home, ".gitconfig"))
 	}
 	return files
+}
+
+// xdg is $XDG_CONFIG_HOME, which defaults to ~/.config; "" when neither
+// is known.
+func (g GitConfig) xdg() string {
+	if g.XDGConfigHome == "" && g.Home != "" {
+		return filepath.Join(g.Home, ".config")
+	}
+	return g.XDGConfigHome
 }

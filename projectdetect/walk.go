@@ -307,25 +307,8 @@ func (w *walker) excludeRules() []ignoreRule {
 // $XDG_CONFIG_HOME/git/ignore, which defaults to ~/.config/git/ignore.
 // Include directives are not followed.
 func (g GitConfig) excludesFile(root, gitDir string) string {
-	home, xdg := g.Home, g.XDGConfigHome
-	if xdg == "" && home != "" {
-		xdg = filepath.Join(home, ".config")
-	}
-	var configs []string
-	if g.System != "" {
-		configs = append(configs, g.System)
-	}
-	if g.Global != "" {
-		configs = append(configs, g.Global)
-	} else {
-		if xdg != "" {
-			configs = append(configs, filepath.Join(xdg, "git", "config"))
-		}
-		if home != "" {
-			configs = append(configs, filepath.Join(home, ".gitconfig"))
-		}
-	}
-	configs = append(configs, filepath.Join(gitDir, "config"))
+	home, xdg := g.Home, g.xdg()
+	configs := append(g.configs(), filepath.Join(gitDir, "config"))
 	path := ""
 	for _, c := range configs {
 		if data, err := readSmall(c); err == nil {
