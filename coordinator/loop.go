@@ -359,10 +359,10 @@ type waitOnSkip struct {
 // each with the skipped task it waits for (the first found), in file order.
 func waitingOnSkipped(tasks *mdstate.Checklist) []waitOnSkip {
 	memo := map[string]string{} // task ID -> the skipped task it waits for, "" for none
-	var cause func(id string, depth int) string
-	cause = func(id string, depth int) string {
-		if c, ok := memo[id]; ok || depth > len(tasks.Items) {
-			return c // a cycle, or an answer already found
+	var cause func(id string) string
+	cause = func(id string) string {
+		if c, ok := memo[id]; ok {
+			return c // an answer already found, or a cycle (marked "" below)
 		}
 		memo[id] = ""
 		t := tasks.Find(id)
@@ -374,7 +374,7 @@ func waitingOnSkipped(tasks *mdstate.Checklist) []waitOnSkip {
 			return id
 		}
 		for _, dep := range t.After {
-			if c := cause(dep, depth+1); c != "" {
+			if c := cause(dep); c != "" {
 				memo[id] = c
 				return c
 			}
@@ -387,7 +387,7 @@ func waitingOnSkipped(tasks *mdstate.Checklist) []waitOnSkip {
 			continue
 		}
 		for _, dep := range t.After {
-			if c := cause(dep, 0); c != "" {
+			if c := cause(dep); c != "" {
 				waits = append(waits, waitOnSkip{task: t.ID, skipped: c})
 				break
 			}

@@ -272,6 +272,9 @@ func (h *HistoryCache) lookup(root string, noStatus bool) (string, *GitInfo) {
 // since reports whether the kept facts hold the commits since s's
 // baseline (or s asks for none).
 func (h *HistoryCache) since(s *mdstate.Session) bool {
+	if h == nil {
+		return false
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s == nil || s.Baseline == "" {

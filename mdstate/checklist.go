@@ -161,9 +161,8 @@ type Checklist struct {
 	inQuiet bool
 	// mdBase is where the markdown starts: after a BOM and front matter.
 	// md.base is the same for a parse of the whole file; a checklist made
-	// by reparse keeps only the part from quietAt on (mdTail).
+	// by reparse keeps only the part from quietAt on (md.base > mdBase).
 	mdBase int
-	mdTail bool
 	// walkWarns is how many of Warnings walk made (item by item, in file
 	// order); those after it are about the file as a whole (IDs,
 	// dependencies, a conflict).

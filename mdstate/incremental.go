@@ -221,11 +221,9 @@ func (r *rework) build() (*Checklist, []int) {
 	case len(r.tops) == 0 && !r.tail:
 		// Checkboxes only: every block and offset is as it was.
 		after.md = &parsed{s: s, base: c.md.base, doc: c.md.doc}
-		after.mdTail = c.mdTail
 		after.quietAt, after.quietEnd = c.quietAt, c.quietEnd
 	case c.quietAt < 0:
 		after.md = &parsed{s: s, base: len(s.src), doc: ast.NewDocument()}
-		after.mdTail = true
 	default:
 		tp, ok := r.reparseTail(after)
 		if !ok {
@@ -388,7 +386,7 @@ func (r *rework) reparseTail(after *Checklist) (piece, bool) {
 	if !sameItems(c.Items[first:], tw.Items) {
 		return piece{}, false
 	}
-	after.md, after.mdTail = md, true
+	after.md = md
 	after.quietAt, after.quietEnd = tw.quietAt, tw.quietEnd
 	if tw.lastTopEnd >= 0 {
 		after.lastTopEnd = tw.lastTopEnd

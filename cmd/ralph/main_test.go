@@ -125,6 +125,10 @@ func setup(env *testscript.Env) error {
 			break
 		}
 	}
+	// The git scripts find before a wrapper of theirs on PATH.
+	if git, err := exec.LookPath("git"); err == nil {
+		env.Setenv("REALGIT", git)
+	}
 	for k, v := range map[string]string{
 		"HOME":                home,
 		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),

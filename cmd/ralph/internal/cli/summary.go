@@ -203,17 +203,9 @@ func changedSince(ctx context.Context, root string, before, after worktree) []st
 	}
 	if before.head != "" && after.head != "" && before.head != after.head {
 		if repo, err := gitctx.Open(root, proc.Runner{}); err == nil {
-			commits, _, err := repo.CommitsSince(ctx, before.head)
-			if err == nil {
-				for _, c := range commits {
-					cfiles := c.Files
-					if c.FilesMore { // capped at gitctx.MaxFiles: ask for all
-						cfiles, _ = repo.Changed(ctx, "", c.Hash)
-					}
-					for _, f := range cfiles {
-						add(f)
-					}
-				}
+			changed, _ := repo.Changed(ctx, before.head, after.head)
+			for _, f := range changed {
+				add(f)
 			}
 			repo.Close()
 		}
