@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -266,8 +267,12 @@ func snapshot(root string, configFiles []string) (inputs []statInput, ignored []
 	if ref, ok := headRef(gitDir); ok {
 		s.add(filepath.Join(gitDir, filepath.FromSlash(ref)))
 	}
-	for _, f := range append(configFiles, filepath.Join(gitDir, "config")) {
+	// The repository's config is an input already (above); the caller's
+	// files join it here, and every config is read for what steers git.
+	for _, f := range configFiles {
 		s.add(f)
+	}
+	for _, f := range slices.Concat(configFiles, []string{filepath.Join(gitDir, "config")}) {
 		if steersFiles(f) {
 			return nil, nil, false
 		}
@@ -400,7 +405,8 @@ func steersFiles(path string) bool {
 // ignoredFolders are the folders a .gitignore ignores by name at its own
 // level ("name/", "/name/", "name", "/name": ralph's ".ralph/" among
 // them). Other patterns are left to git: the folders they match are
-// walked like any other.
+// walked like any other, and so is a name a later line takes back
+// ("!build/"); a negation of any other pattern makes the file name none.
 func ignoredFolders(gitignore string) map[string]bool {
 	data, err := os.ReadFile(gitignore)
 	if err != nil {
@@ -409,8 +415,15 @@ func ignoredFolders(gitignore string) map[string]bool {
 	names := map[string]bool{}
 	for line := range strings.SplitSeq(string(data), "\n") {
 		line = strings.TrimRight(line, " \r")
+		line, negated := strings.CutPrefix(line, "!")
 		line = strings.TrimSuffix(strings.TrimPrefix(line, "/"), "/")
-		if line != "" && !strings.ContainsAny(line, "*?[]!#\\/ ") {
+		plain := line != "" && !strings.ContainsAny(line, "*?[]!#\\/ ")
+		switch {
+		case negated && !plain:
+			return nil // it may take back any name: walk them all
+		case negated:
+			delete(names, line) // the last line that matches wins
+		case plain:
 			names[line] = true
 		}
 	}

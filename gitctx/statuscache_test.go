@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -210,5 +211,36 @@ func TestCachedStatusRacyNotKept(t *testing.T) {
 	// Kept otherwise.
 	if !kept(cache) {
 		t.Fatal("no cache was kept for a quiet repository")
+	}
+}
+
+// A folder a .gitignore ignores by name and then takes back ("!build/")
+// is walked: a file made in it later is in git's answer, and so in the
+// cache's.
+func TestCachedStatusNegatedFolder(t *testing.T) {
+	global := gt.Isolate(t)
+	dir := t.TempDir()
+	gt.Git(t, dir, "init", "-q", "-b", "main")
+	gt.WriteFile(t, dir, ".gitignore", ".ralph/\nbuild/\n!build/\n")
+	gt.WriteFile(t, dir, "build/a.txt", "a\n")
+	if err := os.Mkdir(filepath.Join(dir, ".ralph"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cache := gitctx.StatusCache{File: filepath.Join(dir, ".ralph", "git-status.json"), ConfigFiles: []string{global}, RacyWindow: time.Millisecond}
+	time.Sleep(5 * time.Millisecond)
+	if _, err := gitctx.CachedCLIStatus(t.Context(), gt.Runner{}, dir, cache, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cache.File); err != nil {
+		t.Fatalf("no cache kept: %v", err)
+	}
+	gt.WriteFile(t, dir, "build/b.txt", "b\n")
+	got, err := gitctx.CachedCLIStatus(t.Context(), gt.Runner{}, dir, cache, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := gitctx.CLIStatus(t.Context(), gt.Runner{}, dir, 0)
+	if !reflect.DeepEqual(got, want) || !slices.Contains(got.Untracked, "build/b.txt") {
+		t.Fatalf("cached %v, git %v", got.Untracked, want.Untracked)
 	}
 }
