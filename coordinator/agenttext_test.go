@@ -135,8 +135,8 @@ func TestSecretsNeverWritten(t *testing.T) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if d.Name() == mdstate.TasksFile {
-			return nil // the person's title
+		if d.Name() == mdstate.TasksFile || d.Name() == "spare-"+mdstate.TasksFile {
+			return nil // the person's title (the spare is a former version of the file)
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {

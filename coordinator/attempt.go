@@ -26,6 +26,11 @@ type request struct {
 	// OnNotice is told what a person should know that is not the agent's
 	// (its log could not be written); nil: no one is told.
 	OnNotice func(text string)
+	// Logs is the run's account of its logs folder; nil: the folder is
+	// read before every agent run.
+	Logs *logBook
+	// Log is the log opened ahead (LogName, Logs); nil: runAgent opens it.
+	Log *logAhead
 }
 
 // attempt is how one agent run ended, classified.
@@ -52,7 +57,13 @@ type attempt struct {
 // agent hands back, its events included, is agent text (cleanResult).
 func runAgent(ctx context.Context, o Options, req request) (attempt, error) {
 	red := o.redactor()
-	raw, err := openLog(o.Root, req.LogName, o.Resources, red)
+	var raw *agentLog
+	var err error
+	if req.Log != nil {
+		raw, err = req.Log.take()
+	} else {
+		raw, err = openLog(o.Root, req.LogName, o.Resources, red, req.Logs)
+	}
 	if err != nil {
 		return attempt{}, err
 	}

@@ -83,7 +83,7 @@
 // commit message. Before each agent starts, the guards check that the
 // state files its report goes to will take it and that the disk has room
 // (Options.Resources, StopLowDisk); its log is capped and the logs folder
-// pruned.
+// pruned whenever it could be over its bounds (logbook.go).
 //
 // The one-shot (OneShot) shares the engine's pipeline: run an agent on a
 // request, classify how it ended, file what it reported, write a progress

@@ -180,8 +180,10 @@ type Coordinator struct {
 	scanned *projectdetect.Project
 	// history keeps the prompt's git facts while no ref changes.
 	history HistoryCache
-	pace    pacing
-	brk     breakerState
+	// logs is what the iterations know of the logs folder (logbook.go).
+	logs logBook
+	pace pacing
+	brk  breakerState
 	// delivered is the guidance the last iteration received and answered:
 	// the session's next write takes it off the queue.
 	delivered []string
@@ -212,6 +214,9 @@ func New(opts Options) (*Coordinator, error) {
 	if p == nil || p.Root != opts.Root {
 		p = mdstate.Open(opts.Root)
 	}
+	// Its appends return once their journal record is durable; Close
+	// and the end of each run wait for the log's own flush.
+	p.FlushLater = true
 	c := &Coordinator{opts: opts, p: p, lock: lock, events: newStream()}
 	c.snap.Agent, c.snap.Model = opts.Agent.Name(), opts.Model
 	if opts.Watch {
@@ -369,6 +374,7 @@ func (c *Coordinator) Close() {
 		return
 	}
 	c.Stop(true)
+	_ = c.p.Sync() // a failure was told by the run that appended
 	if c.watcher != nil {
 		_ = c.watcher.Close() // bounded; a stuck one is left to the exit
 	}

@@ -268,12 +268,9 @@ func checkKeptReport(root string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return runtimeDirError(err)
 	}
-	probe, err := os.CreateTemp(dir, ".preflight-*")
-	if err != nil {
+	if err := takesNewFiles(dir); err != nil {
 		return &mdstate.FileError{File: mdstate.RuntimeDir, Msg: "does not take new files: " + err.Error(), Hint: "make it writable (chmod u+w " + mdstate.RuntimeDir + ") or free some space", Err: err}
 	}
-	probe.Close()
-	_ = os.Remove(probe.Name())
 	return nil
 }
 

@@ -31,6 +31,8 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 			return "", err
 		}
 	}
+	agentLog := openLogAhead(c.opts.Root, c.logName(task.ID), c.opts.Resources, c.opts.redactor(), &c.logs)
+	defer agentLog.discard() // an agent that never started leaves no log
 	// The iteration's context is registered before the prompt is read: an
 	// urgent message queued from now on either is in the prompt or stops
 	// the agent.
@@ -44,7 +46,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 	if err != nil {
 		return "", err
 	}
-	a, err := c.runIteration(iterCtx, cancel, task.ID, prompt)
+	a, err := c.runIteration(iterCtx, cancel, task.ID, prompt, agentLog)
 	if err != nil {
 		return "", err
 	}
@@ -167,7 +169,7 @@ func (c *Coordinator) startable(cur, picked *mdstate.Item) bool {
 // message cancels without ending the run, and so does a budget: --max-time
 // when its time is up, --max-cost and --max-tokens as soon as the usage
 // the agent streams reaches them.
-func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.CancelCauseFunc, id, prompt string) (attempt, error) {
+func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.CancelCauseFunc, id, prompt string, agentLog *logAhead) (attempt, error) {
 	if c.opts.MaxTime > 0 {
 		t := time.AfterFunc(c.timeLeft(), func() { cancel(&limitHit{limitTime}) })
 		defer t.Stop()
@@ -179,11 +181,13 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 	}
 	a, err := runAgent(iterCtx, c.opts, request{
 		Prompt:   prompt,
-		LogName:  fmt.Sprintf("%s-%03d-%s.log", s.ID, s.Iteration, id),
+		LogName:  c.logName(id),
+		Log:      agentLog,
 		OnStart:  c.recordChild,
 		Mark:     sessionMark(c.opts.Root, s.ID),
 		OnEvent:  c.forward(id, c.newSpending(), cancel),
 		OnNotice: func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) },
+		Logs:     &c.logs,
 	})
 	dropAgentRecord(c.opts.Root)
 	if k := limitCause(iterCtx); k != "" {
@@ -195,6 +199,12 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 		}
 	}
 	return a, err
+}
+
+// logName is the name of the log of the current iteration's agent, on
+// task id.
+func (c *Coordinator) logName(id string) string {
+	return fmt.Sprintf("%s-%03d-%s.log", c.session.ID, c.session.Iteration, id)
 }
 
 // iterationContext is the context of one iteration, which Queue's urgent

@@ -105,9 +105,9 @@ func (c *Coordinator) finishKeptReport(old *mdstate.Session) (AgentReport, filed
 	return rep, f, err
 }
 
-// dropKeptReport removes the record once the progress entry is written.
-// One that cannot be removed does no harm: it names an iteration that is
-// over, and recovery ignores it.
+// dropKeptReport takes the record out of place once the progress entry
+// is written (mdstate.RetireRecord). One that cannot be does no harm: it
+// names an iteration that is over, and recovery ignores it.
 func dropKeptReport(root string) {
-	_ = os.Remove(keptReportPath(root))
+	mdstate.RetireRecord(keptReportPath(root))
 }

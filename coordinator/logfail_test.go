@@ -17,7 +17,7 @@ func TestLogFullDiskIsTold(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /dev/full: %v", err)
 	}
-	l, err := openLog(t.TempDir(), "full.log", Resources{}, newRedactor(nil))
+	l, err := openLog(t.TempDir(), "full.log", Resources{}, newRedactor(nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestLogFullDiskIsTold(t *testing.T) {
 
 // A log whose every write succeeds tells nothing.
 func TestLogWrittenTellsNothing(t *testing.T) {
-	l, err := openLog(t.TempDir(), "ok.log", Resources{}, newRedactor(nil))
+	l, err := openLog(t.TempDir(), "ok.log", Resources{}, newRedactor(nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

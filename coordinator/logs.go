@@ -34,6 +34,8 @@ type agentLog struct {
 	// log is incomplete, most often because the disk is full.
 	onFail func(error)
 	failed bool
+	// book, when set, is told the log's size once it is closed.
+	book *logBook
 }
 
 // Write writes p through the redactor and the cap to the file.
@@ -65,8 +67,9 @@ func logFailedNotice(name string, err error) string {
 	return what + ": " + err.Error() + "; the agent goes on, but its log is incomplete"
 }
 
-// openLog prunes the logs folder, then creates the log name in it.
-func openLog(root, name string, res Resources, red *redactor) (*agentLog, error) {
+// openLog prunes the logs folder when book says it may be over a bound
+// (always, for a nil book), then creates the log name in it.
+func openLog(root, name string, res Resources, red *redactor, book *logBook) (*agentLog, error) {
 	res = res.withDefaults()
 	dir := logsDir(root)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -76,14 +79,16 @@ func openLog(root, name string, res Resources, red *redactor) (*agentLog, error)
 	if keep > 0 && res.LogMaxSize > 0 {
 		keep = max(keep-int64(res.LogMaxSize), 0) // room for the log about to be written
 	}
-	pruneLogs(dir, time.Duration(res.LogsMaxAge), keep, time.Now())
+	if maxAge, now := time.Duration(res.LogsMaxAge), time.Now(); book.due(keep, maxAge, now) {
+		book.pruned(pruneLogs(dir, maxAge, keep, now))
+	}
 	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, ioError("create the agent's log", err)
 	}
 	_ = f.Chmod(0o600) // a log of the same name from an older ralph was 0644
-	l := &agentLog{f: f}
+	l := &agentLog{f: f, book: book}
 	var w io.Writer = f
 	if res.LogMaxSize > 0 {
 		head := int64(res.LogMaxSize) * 3 / 4
@@ -100,6 +105,9 @@ func (l *agentLog) Close() error {
 	err := l.redact.Close()
 	if l.capped != nil {
 		err = errors.Join(err, l.capped.finish())
+	}
+	if fi, serr := l.f.Stat(); serr == nil {
+		l.book.add(fi.Size(), fi.ModTime())
 	}
 	err = errors.Join(err, l.f.Close())
 	if err != nil {
@@ -178,11 +186,12 @@ func (c *cappedLog) finish() error {
 // pruneLogs removes the logs in dir older than maxAge, then the oldest
 // until the rest hold at most maxTotal bytes (a negative bound is off).
 // Ages are file times, so they go by the system's clock. What cannot be
-// removed stays; pruning never stops a run.
-func pruneLogs(dir string, maxAge time.Duration, maxTotal int64, now time.Time) {
+// removed stays; pruning never stops a run. It returns the bytes the logs
+// left hold and the oldest one's time (zero when none is left).
+func pruneLogs(dir string, maxAge time.Duration, maxTotal int64, now time.Time) (total int64, oldest time.Time) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return
+		return 0, time.Time{}
 	}
 	type logFile struct {
 		path string
@@ -201,17 +210,69 @@ func pruneLogs(dir string, maxAge time.Duration, maxTotal int64, now time.Time) 
 		logs = append(logs, logFile{filepath.Join(dir, e.Name()), fi.Size(), fi.ModTime()})
 	}
 	slices.SortFunc(logs, func(a, b logFile) int { return cmp.Or(a.mod.Compare(b.mod), cmp.Compare(a.path, b.path)) })
-	var total int64
 	for _, l := range logs {
 		total += l.size
 	}
 	for _, l := range logs {
 		old := maxAge > 0 && now.Sub(l.mod) > maxAge
 		if !old && (maxTotal < 0 || total <= maxTotal) {
+			oldest = keepOldest(oldest, l.mod)
 			continue
 		}
 		if err := os.Remove(l.path); err == nil || errors.Is(err, fs.ErrNotExist) {
 			total -= l.size
+			continue
 		}
+		oldest = keepOldest(oldest, l.mod)
+	}
+	return total, oldest
+}
+
+// keepOldest is the earlier of a time kept so far (zero: none) and t.
+func keepOldest(kept, t time.Time) time.Time {
+	if kept.IsZero() || t.Before(kept) {
+		return t
+	}
+	return kept
+}
+
+// logAhead is an agent's log opened while its iteration builds the
+// prompt: creating a file waits on the file system's journal behind the
+// iteration's own flushes (a few tenths of a millisecond on ext4), a wait
+// the prompt's work covers.
+type logAhead struct {
+	done  chan struct{}
+	log   *agentLog
+	err   error
+	taken bool
+}
+
+// openLogAhead starts openLog; take gives its result.
+func openLogAhead(root, name string, res Resources, red *redactor, book *logBook) *logAhead {
+	a := &logAhead{done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.log, a.err = openLog(root, name, res, red, book)
+	}()
+	return a
+}
+
+// take waits for the log and hands it over.
+func (a *logAhead) take() (*agentLog, error) {
+	<-a.done
+	a.taken = true
+	return a.log, a.err
+}
+
+// discard removes the log of an agent that did not start; a log taken is
+// its agent run's to close.
+func (a *logAhead) discard() {
+	if a == nil || a.taken {
+		return
+	}
+	<-a.done
+	if a.log != nil {
+		_ = a.log.f.Close()
+		_ = os.Remove(a.log.f.Name())
 	}
 }

@@ -27,7 +27,7 @@ func TestCappedLog(t *testing.T) {
 	for _, total := range []int{capSize / 2, len(data)} {
 		t.Run(strconv.Itoa(total), func(t *testing.T) {
 			dir := t.TempDir()
-			l, err := openLog(dir, "a.log", Resources{LogMaxSize: capSize}, newRedactor(nil))
+			l, err := openLog(dir, "a.log", Resources{LogMaxSize: capSize}, newRedactor(nil), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestLogMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"new.log", "old.log"} {
-		l, err := openLog(dir, name, Resources{}, newRedactor(nil))
+		l, err := openLog(dir, name, Resources{}, newRedactor(nil), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,9 +143,12 @@ func TestPruneLogs(t *testing.T) {
 	if got, want := left(), []string{"b-old.log", "c-older.log", "d-new.log", "e-newest.log", "notes.txt"}; !slices.Equal(got, want) {
 		t.Errorf("after pruning by age: %q, want %q", got, want)
 	}
-	pruneLogs(dir, 30*24*time.Hour, 2500, now)
+	total, oldest := pruneLogs(dir, 30*24*time.Hour, 2500, now)
 	if got, want := left(), []string{"d-new.log", "e-newest.log", "notes.txt"}; !slices.Equal(got, want) {
 		t.Errorf("after pruning by size: %q, want %q", got, want)
+	}
+	if total != 2000 || !oldest.Equal(now.Add(-time.Hour)) {
+		t.Errorf("pruning says %d bytes left, the oldest at %v; want 2000, %v", total, oldest, now.Add(-time.Hour))
 	}
 	pruneLogs(dir, -1, -1, now)
 	if got := left(); len(got) != 3 {
@@ -185,4 +188,104 @@ func TestRunPrunesLogs(t *testing.T) {
 	if len(names) != 3 || !slices.Contains(names, "old-3.log") || !slices.Contains(names, "old-4.log") {
 		t.Errorf("logs left: %q", names)
 	}
+}
+
+// With a logBook, the logs folder keeps the bounds it keeps when it is
+// read before every run: whatever the book skips, the logs but the newest
+// never hold more than LogsMaxTotal less one log's room, and a log past
+// LogsMaxAge goes at the next run.
+func TestLogBookKeepsTheBounds(t *testing.T) {
+	dir := t.TempDir()
+	res := Resources{LogMaxSize: 4000, LogsMaxTotal: 40000, LogsMaxAge: Age(time.Hour)}
+	var book logBook
+	folder := func() (total int64, names []string) {
+		es, _ := os.ReadDir(logsDir(dir))
+		for _, e := range es {
+			fi, _ := e.Info()
+			total += fi.Size()
+			names = append(names, e.Name())
+		}
+		return total, names
+	}
+	reads := 0
+	for i := range 30 {
+		due := book.due(36000, time.Hour, time.Now())
+		if due {
+			reads++
+		}
+		before, _ := folder()
+		l, err := openLog(dir, fmt.Sprintf("%02d.log", i), res, newRedactor(nil), &book)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after, names := folder(); after > 36000 {
+			t.Fatalf("log %d: %d bytes in %v before the new log (%d before pruning, due %v), over the bound", i, after, names, before, due)
+		}
+		if _, err := l.Write(bytes.Repeat([]byte("y"), 1500+i*37)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads < 2 || reads > 20 {
+		t.Errorf("the folder was read %d times in 30 runs: the book does not skip, or never looks", reads)
+	}
+	// A log past the age bound: the book looks again and it goes.
+	_, names := folder()
+	old := filepath.Join(logsDir(dir), names[len(names)-1])
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	book.add(0, past)
+	l, err := openLog(dir, "last.log", res, newRedactor(nil), &book)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the log past the age bound is still there: %v", err)
+	}
+}
+
+// A log opened ahead is the agent run's once taken; one that is not (the
+// agent never started) is removed.
+func TestLogAhead(t *testing.T) {
+	dir := t.TempDir()
+	var book logBook
+	kept := openLogAhead(dir, "kept.log", Resources{}, newRedactor(nil), &book)
+	l, err := kept.take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept.discard() // taken: left alone
+	if _, err := l.Write([]byte("output\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dropped := openLogAhead(dir, "dropped.log", Resources{}, newRedactor(nil), &book)
+	dropped.discard()
+	var names []string
+	es, _ := os.ReadDir(logsDir(dir))
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"kept.log"}) {
+		t.Errorf("logs left: %q, want only the one taken", names)
+	}
+	if got := readFileString(t, filepath.Join(logsDir(dir), "kept.log")); got != "output\n" {
+		t.Errorf("kept.log = %q", got)
+	}
+}
+
+func readFileString(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -218,7 +218,14 @@ func (c *Coordinator) onlyTaskNext(ctx context.Context, outcome IterationOutcome
 // finish saves how the run ended: a clean end gets its summary entry and
 // an ended session; an interrupt or a pause leaves the session paused; an
 // error leaves it running, as a crash would, for the next start to recover.
-func (c *Coordinator) finish(out Outcome, err error) (Outcome, error) {
+func (c *Coordinator) finish(out Outcome, err error) (_ Outcome, ferr error) {
+	defer func() {
+		// The last entry's flush (mdstate.Project.FlushLater) is over
+		// before the run says it is.
+		if serr := c.p.Sync(); ferr == nil {
+			ferr = serr
+		}
+	}()
 	if err == nil {
 		err = c.catchUp()
 	}

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/ralph-dev/ralph/mdstate"
@@ -33,6 +34,10 @@ type block struct {
 	noun      string // what items are, for the "left out" line
 	one       string // what one item is
 	dropFirst bool   // drop from the front (oldest first) instead
+	// more counts items past the last of items that were never built:
+	// the ones after so long a run that fit drops them all (see
+	// otherTasksBlock). fit drops them before any of items.
+	more int
 }
 
 // Prompt renders the context block a child agent receives: goals, the
@@ -50,16 +55,31 @@ func (r *Report) Prompt(opts PromptOptions) (string, *mdstate.Item) {
 	if !opts.NoTask {
 		cur = r.currentTask(opts.Task)
 	}
-	// Essentials first, then context, least relevant last.
+	return fit(r.blocks(cur, budgetBytes(budget)), budget), cur
+}
+
+// blocks are the prompt's blocks for the current task cur, essentials
+// first, then context, least relevant last. The list of other tasks stops
+// past limit bytes.
+func (r *Report) blocks(cur *mdstate.Item, limit int) []block {
 	blocks := []block{r.goalsBlock()}
 	blocks = append(blocks, r.taskBlocks(cur)...)
 	blocks = append(blocks, r.learningsBlock()...)
 	blocks = append(blocks, r.projectBlock()...)
 	blocks = append(blocks, r.gitBlocks()...)
-	blocks = append(blocks, r.otherTasksBlock(cur)...)
+	blocks = append(blocks, r.otherTasksBlock(cur, limit)...)
 	blocks = append(blocks, r.todosBlock()...)
 	blocks = append(blocks, r.progressBlock()...)
-	return fit(blocks, budget), cur
+	return blocks
+}
+
+// budgetBytes is the most bytes a text of budget tokens can have, by
+// EstimateTokens.
+func budgetBytes(budget int) int {
+	if budget > math.MaxInt/4 {
+		return math.MaxInt
+	}
+	return 4 * budget
 }
 
 // goalsBlock lists the open goals.
@@ -146,36 +166,79 @@ func (r *Report) gitBlocks() []block {
 }
 
 // otherTasksBlock lists the open tasks besides the current one: ready,
-// in progress or blocked, then those waiting for others.
-func (r *Report) otherTasksBlock(cur *mdstate.Item) []block {
+// in progress or blocked, then those waiting for others. The lines stop
+// once they run past limit bytes, the most a prompt holds: every line
+// after that would be left out to fit, so only their number is taken
+// (block.more), and a prompt costs the same at 200 tasks or 10,000.
+func (r *Report) otherTasksBlock(cur *mdstate.Item, limit int) []block {
 	tasks := r.State.Tasks
 	if tasks == nil {
 		return nil
 	}
-	var items []string
-	ready := map[string]bool{}
-	for _, t := range tasks.Ready() {
-		ready[t.ID] = true
+	bl := block{title: "Other open tasks (not yours now)", droppable: true, noun: "tasks", one: "task"}
+	lines := openTaskCount(tasks, cur)
+	size := 0
+	full := func() bool {
+		if size <= limit {
+			return false
+		}
+		bl.more = lines - len(bl.items)
+		return true
+	}
+	add := func(it string) {
+		bl.items = append(bl.items, it)
+		size += itemSize(it)
+	}
+	ready := tasks.Ready()
+	isReady := make(map[*mdstate.Item]bool, len(ready))
+	for _, t := range ready {
+		if full() {
+			return []block{bl}
+		}
+		isReady[t] = true
 		if cur == nil || t.ID != cur.ID {
-			items = append(items, "- "+t.ID+" (ready): "+t.Title)
+			add("- " + t.ID + " (ready): " + t.Title)
 		}
 	}
-	var waiting []string
-	for _, t := range tasks.Items {
+	var waiting []*mdstate.Item
+	for i := range tasks.Items {
+		t := &tasks.Items[i]
 		if cur != nil && t.ID == cur.ID {
 			continue
 		}
 		switch {
 		case t.Status == mdstate.InProgress || t.Status == mdstate.Blocked:
-			items = append(items, "- "+t.ID+" ("+strings.ReplaceAll(string(t.Status), "_", " ")+"): "+t.Title)
-		case t.Status == mdstate.Pending && !ready[t.ID]:
+			if full() {
+				return []block{bl}
+			}
+			add("- " + t.ID + " (" + strings.ReplaceAll(string(t.Status), "_", " ") + "): " + t.Title)
+		case t.Status == mdstate.Pending && !isReady[t]:
 			// Pending but waiting: often for the current task, which is
 			// worth knowing while working on it.
-			waiting = append(waiting, "- "+t.ID+" (waiting for "+strings.Join(openDeps(tasks, t.After), ", ")+"): "+t.Title)
+			waiting = append(waiting, t)
 		}
 	}
-	items = append(items, waiting...)
-	return []block{{title: "Other open tasks (not yours now)", items: items, droppable: true, noun: "tasks", one: "task"}}
+	for _, t := range waiting {
+		if full() {
+			return []block{bl}
+		}
+		add("- " + t.ID + " (waiting for " + strings.Join(openDeps(tasks, t.After), ", ") + "): " + t.Title)
+	}
+	return []block{bl}
+}
+
+// openTaskCount is how many lines otherTasksBlock gives when it lists
+// them all: every task pending (ready or waiting), in progress or
+// blocked, but the current one (IDs are unique in a checklist).
+func openTaskCount(tasks *mdstate.Checklist, cur *mdstate.Item) int {
+	n := tasks.Counts()
+	lines := n[mdstate.Pending] + n[mdstate.InProgress] + n[mdstate.Blocked]
+	if cur != nil {
+		if t := tasks.Find(cur.ID); t != nil && (t.Status == mdstate.Pending || t.Status == mdstate.InProgress || t.Status == mdstate.Blocked) {
+			lines--
+		}
+	}
+	return lines
 }
 
 // openDeps lists the tasks of after that are not done.
@@ -241,6 +304,14 @@ func fit(blocks []block, budget int) string {
 			if b == nil {
 				return render(blocks, footer(dropped, order, one)) // only essentials left: never cut the task itself
 			}
+			if b.more > 0 { // never built, never counted in size
+				if dropped[b.noun] == 0 {
+					order = append(order, b.noun)
+				}
+				dropped[b.noun] += b.more
+				b.more = 0
+				continue
+			}
 			var it string
 			if b.dropFirst {
 				it, b.items = b.items[0], b.items[1:]
@@ -263,7 +334,7 @@ func fit(blocks []block, budget int) string {
 // lastDroppable is the least important block with items to drop, or nil.
 func lastDroppable(blocks []block) *block {
 	for i := len(blocks) - 1; i >= 0; i-- {
-		if blocks[i].droppable && len(blocks[i].items) > 0 {
+		if blocks[i].droppable && (len(blocks[i].items) > 0 || blocks[i].more > 0) {
 			return &blocks[i]
 		}
 	}

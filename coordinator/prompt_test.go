@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -270,5 +271,55 @@ func TestPrompt(t *testing.T) {
 	r = buildReport(t, dir)
 	if _, cur := r.Prompt(PromptOptions{}); cur == nil || cur.ID != "T3" {
 		t.Errorf("after an ended session: current %v, want T3", cur)
+	}
+}
+
+// TestPromptManyTasks checks that the list of other tasks, which stops
+// being built once it runs past what any prompt can hold, gives the very
+// prompt a list of every task would: same lines, same count of tasks left
+// out. The project has 3,000 open tasks of every kind (ready, in
+// progress, blocked, waiting, two with a repeated ID), and is read at budgets from one where the
+// list is cut to one where it all fits.
+func TestPromptManyTasks(t *testing.T) {
+	gitctxtest.Isolate(t)
+	var tasks strings.Builder
+	tasks.WriteString("# Tasks\n\n")
+	for i := 1; i <= 3000; i++ {
+		box := " "
+		switch {
+		case i%11 == 0:
+			box = "/"
+		case i%13 == 0:
+			box = "!"
+		case i%17 == 0:
+			box = "x"
+		}
+		fmt.Fprintf(&tasks, "- [%s] T%d: Task number %d%s\n", box, i, i, strings.Repeat(" and more", i%5))
+		if i%3 == 0 {
+			fmt.Fprintf(&tasks, "  - after: T%d\n", i-1)
+		}
+	}
+	tasks.WriteString("- [ ] T5: A repeated ID, renumbered\n- [/] T11: Another\n")
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasks.String(), "RALPH_TODO.md": "# To-do\n\n- [ ] D1: Refunds\n"})
+	r := buildReport(t, dir)
+	cur := r.currentTask("")
+	if cur == nil {
+		t.Fatal("no current task")
+	}
+	cut := 0
+	for _, budget := range []int{200, 1000, 4000, DefaultBudget, 40000, 400000} {
+		got, _ := r.Prompt(PromptOptions{Budget: budget})
+		want := fit(r.blocks(cur, math.MaxInt), budget)
+		if got != want {
+			t.Fatalf("budget %d: the prompt differs from one built with every task listed:\n%s\nwant\n%s", budget, got, want)
+		}
+		for _, bl := range r.blocks(cur, budgetBytes(budget)) {
+			if bl.more > 0 {
+				cut++
+			}
+		}
+	}
+	if cut < 3 {
+		t.Errorf("the list was cut at only %d of the budgets: the test no longer tests the cut", cut)
 	}
 }

@@ -75,15 +75,23 @@
 //     Linux; elsewhere a rename over it), fsync the folder; it keeps its
 //     mode, and a symlink stays a link. A crash leaves the old file or the
 //     new one. A new file is linked into place, which never replaces one
-//     that appeared meanwhile (CreateFile, EnsureFile).
+//     that appeared meanwhile (CreateFile, EnsureFile). On Linux the
+//     temporary file is the spare of its state file, the version the last
+//     swap replaced, kept in .ralph/ and written over (spare.go): a rewrite
+//     of blocks a file has is a data flush, where a new file's flush
+//     commits its allocation and an unlink frees every block.
 //   - The progress log is only appended to, with one write after a
-//     write-ahead record in .ralph/progress.journal; the next write (or
-//     Recover) finishes an append a crash cut short, so an entry is in the
-//     log whole or not at all.
+//     write-ahead record in .ralph/progress.journal, written in place and
+//     retired (its first byte overwritten) once the append is on disk; the
+//     next write (or Recover) finishes an append a crash cut short, so an
+//     entry is in the log whole or not at all. With FlushLater an append
+//     returns once its record is durable, and the log is flushed beside
+//     what follows (Sync waits for it).
 //   - A runtime record a state file's write depends on (a coordinator's
 //     kept report) is written with it as one step, by one ordering rule
 //     (UpdateChecklistAfter, Record): both flushed at once, the record
-//     renamed into place first, both folders flushed at once.
+//     renamed into place first, both folders flushed at once. A record
+//     retired after its step (RetireRecord) is the spare of the next.
 //   - Every read-modify-write holds the state lock, an exclusive lock on
 //     .ralph/state.lock (flock on Unix, LockFileEx on Windows) that every
 //     ralph process takes and the system releases when a process dies.
@@ -95,7 +103,8 @@
 //     their change merged into ralph's), and swapped in again, up to 50
 //     times (then ChurnError, with the file left as the person saved it).
 //     A temporary file a crash leaves may be a person's version: Recover
-//     keeps one whose lines the file lacks in .ralph/backup (Rescued).
+//     keeps one whose lines the file lacks in .ralph/backup (Rescued);
+//     a Project's writes look for them at most once a second.
 //   - A missing or empty file is a moment, not a fact: a file a Project
 //     saw with bytes and now finds missing or empty (an editor's save:
 //     vim renames it away first, others truncate it) is read again until

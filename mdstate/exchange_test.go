@@ -746,3 +746,42 @@ func BenchmarkUpdateChecklist(b *testing.B) {
 		})
 	}
 }
+
+// A Project's writes look for a crash's leftovers at most once every
+// leftoverScanEvery, and every Recover looks: a leftover that appears
+// after a write is kept as a backup by the next Recover, or by the first
+// write once that time has passed.
+func TestWritesLookForLeftoversInTime(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, TasksFile), "# Tasks\n\n- [ ] T1: First\n", 0o644)
+	p := Open(dir)
+	calls := 0
+	if _, err := p.UpdateChecklist(TasksKind, markDone(&calls)); err != nil {
+		t.Fatal(err)
+	}
+	plant := func(n int) string {
+		path := filepath.Join(dir, fmt.Sprintf(".RALPH_TASKS.md.ralph-%d", n))
+		writeFile(t, path, fmt.Sprintf("# Tasks\n\n- [ ] Mine %d\n", n), 0o644)
+		return path
+	}
+	rescued := func(path string) {
+		t.Helper()
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("%s still there: %v", filepath.Base(path), err)
+		}
+		if r := p.Rescued(); len(r) != 1 || !strings.Contains(readFile(t, r[0].Backup), "Mine") {
+			t.Fatalf("rescued %v", r)
+		}
+	}
+	first := plant(1)
+	if err := p.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	rescued(first)
+	second := plant(2)
+	time.Sleep(leftoverScanEvery)
+	if _, err := p.UpdateChecklist(TasksKind, func(e *ChecklistEdit) error { return e.SetStatus("T1", Pending) }); err != nil {
+		t.Fatal(err)
+	}
+	rescued(second)
+}

@@ -134,7 +134,7 @@ func (p *Project) ReadProgress(n int) (*Log, error) {
 	if _, err := p.statState(ProgressFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, &FileError{File: ProgressFile, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the file's permissions"}
 	}
-	return readProgress(p.Root, n)
+	return readProgress(p.Root, n, &p.entries)
 }
 
 var (
@@ -306,7 +306,7 @@ func saveIndex(root string, x *logIndex) {
 	}
 }
 
-func readProgress(root string, n int) (*Log, error) {
+func readProgress(root string, n int, memo *entryMemo) (*Log, error) {
 	path := filepath.Join(root, ProgressFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -355,7 +355,7 @@ func readProgress(root string, n int) (*Log, error) {
 		if k+1 < len(starts) {
 			end = starts[k+1].Off - starts[0].Off
 		}
-		e, warns := parseEntry(tail[st.Off-starts[0].Off:end], st.Line)
+		e, warns := memo.parse(tail[st.Off-starts[0].Off:end], st.Line)
 		e.Offset = st.Off
 		lg.Recent = append(lg.Recent, e)
 		lg.Warnings = append(lg.Warnings, warns...)
@@ -567,6 +567,16 @@ func (p *Project) AppendProgress(e Entry) error {
 		return err
 	}
 	defer unlock()
+	if p.flushPending() {
+		// The last append's record is retired before this one's is
+		// written over it (recoverLocked left the journal to it).
+		if err := p.settleFlush(); err != nil {
+			return err
+		}
+		if err := p.recoverJournal(); err != nil {
+			return err
+		}
+	}
 	if err := CheckInside(p.Root, ProgressFile); err != nil {
 		return err
 	}
@@ -587,7 +597,12 @@ func (p *Project) AppendProgress(e Entry) error {
 	if err != nil {
 		return &FileError{File: ProgressFile, Msg: "cannot open: " + unwrapPathErr(err), Hint: "check the file's permissions"}
 	}
-	defer f.Close()
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			f.Close()
+		}
+	}()
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -618,19 +633,99 @@ func (p *Project) AppendProgress(e Entry) error {
 	if _, err := f.Write(text); err != nil {
 		return writeFailure(ProgressFile, "cannot append", err)
 	}
-	if err := f.Sync(); err != nil {
-		return writeFailure(ProgressFile, "cannot append", err)
-	}
 	p.noteAppend(f, size+int64(len(text)))
 	p.saw(ProgressFile, size+int64(len(text)), nil)
 	probeAt(probeAppended)
 	if err := p.appendLanded(f); err != nil {
 		return err
 	}
-	_ = os.Remove(p.journalPath())
 	p.extendIndex(f, fi, text, lastN > 0 && last[1] != '\n')
 	p.wrote(ProgressFile, nil, nil)
+	if p.FlushLater {
+		handedOff = true
+		p.flushLater(f, []byte(journalHeader(size, text)))
+		return nil
+	}
+	if err := nosync(f); err != nil {
+		return writeFailure(ProgressFile, "cannot append", err)
+	}
+	p.retireJournal()
 	return nil
+}
+
+// The append is durable once its journal record is: a crash before the
+// log's own flush leaves the record, and recovery finishes the append from
+// it. So with Project.FlushLater the log is flushed after AppendProgress
+// returns, beside whatever
+// the caller does next, and the record is retired only once that flush is
+// done, under the state lock, and only if the journal still holds it (a
+// record of another process's is its own to retire). The Project's next
+// write (every one recovers first) waits for the flush and says if it
+// failed; so does Sync.
+
+// pendingFlush is an append's flush in the background.
+type pendingFlush struct {
+	done   chan struct{}
+	err    error
+	record []byte // the journal record's first line, to retire it
+}
+
+// flushLater flushes and closes the log f in the background; record is
+// the first line of the append's journal record.
+func (p *Project) flushLater(f *os.File, record []byte) {
+	pf := &pendingFlush{done: make(chan struct{}), record: record}
+	p.mu.Lock()
+	p.flush = pf
+	p.mu.Unlock()
+	go func() {
+		defer close(pf.done)
+		pf.err = errors.Join(nosync(f), f.Close())
+	}()
+}
+
+// flushPending reports whether an append's flush may be under way.
+func (p *Project) flushPending() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.flush != nil
+}
+
+// settleFlush waits for the last append's flush, retires its journal
+// record if it is done, and returns its failure. The caller holds the
+// state lock.
+func (p *Project) settleFlush() error {
+	p.mu.Lock()
+	pf := p.flush
+	p.flush = nil
+	p.mu.Unlock()
+	if pf == nil {
+		return nil
+	}
+	<-pf.done
+	if pf.err != nil {
+		return writeFailure(ProgressFile, "cannot flush the last entry (it is kept in "+filepath.Join(RuntimeDir, "progress.journal")+" and will be written again)", pf.err)
+	}
+	p.retireJournalIf(pf.record)
+	return nil
+}
+
+// Sync waits until the Project's last append is on disk and its journal
+// record retired, and says whether that flush failed. A write needs no
+// Sync to be durable (it is once it returns); a process that must know of
+// a failed flush before it exits calls it.
+func (p *Project) Sync() error {
+	p.mu.Lock()
+	pending := p.flush != nil
+	p.mu.Unlock()
+	if !pending {
+		return nil
+	}
+	unlock, err := p.lockState()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return p.settleFlush()
 }
 
 // appendLanded checks that the file ralph appended to (f) is still the
@@ -673,34 +768,79 @@ func (p *Project) extendIndex(f *os.File, before fs.FileInfo, text []byte, unter
 }
 
 // writeJournal records, durably, that text is about to be appended to the
-// log at offset off. The record is written in place, not through a
-// temporary file and a rename: its header carries the text's length and
-// checksum, so a record that a crash cut short reads as none (the append
-// had not started: it starts once the record is durable). The record and
-// its folder are flushed at the same time. That is one create and two
-// flushes at once, where a rename took a second file, a rename and the
-// flushes one after the other.
+// log at offset off. The record is written in place, over the last one,
+// not through a temporary file and a rename: its header carries the
+// text's length and checksum, so a record that a crash cut short reads as
+// none (the append had not started: it starts once the record is
+// durable). The file is kept from one append to the next (retireJournal),
+// so a record is a rewrite of blocks it already has and a data flush;
+// only the first, which creates the file, flushes its folder too (at the
+// same time).
 func (p *Project) writeJournal(off int64, text []byte) error {
 	dir := filepath.Join(p.Root, RuntimeDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", RuntimeDir, err)
 	}
-	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	created := false
+	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = os.OpenFile(p.journalPath(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		created = true
+	}
 	if err != nil {
 		return err
 	}
 	rec := append([]byte(journalHeader(off, text)), text...)
-	if _, err := f.Write(rec); err != nil {
+	if _, err := f.WriteAt(rec, 0); err != nil {
 		f.Close()
 		return err
+	}
+	if err := f.Truncate(int64(len(rec))); err != nil {
+		f.Close()
+		return err
+	}
+	if !created {
+		return errors.Join(syncData(f), f.Close())
 	}
 	var wg sync.WaitGroup
 	var derr error
 	wg.Go(func() { derr = syncDir(dir) })
-	err = f.Sync()
+	err = nosync(f)
 	wg.Wait()
 	return errors.Join(err, derr, f.Close())
 }
+
+// retireJournal marks the journal's record as done once its append has
+// landed: its first byte is overwritten (journalRetired), so that it
+// reads as no record, and the file stays for the next. Not flushed: a
+// record a crash brings back is one whose append is in the log, which
+// recovery finds there.
+func (p *Project) retireJournal() {
+	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteAt([]byte{journalRetired}, 0)
+	_ = f.Close()
+}
+
+// retireJournalIf retires the journal's record if it starts with head:
+// it is the record head was made from.
+func (p *Project) retireJournalIf(head []byte) {
+	f, err := os.OpenFile(p.journalPath(), os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	got := make([]byte, len(head))
+	if n, _ := f.ReadAt(got, 0); n == len(head) && bytes.Equal(got, head) {
+		_, _ = f.WriteAt([]byte{journalRetired}, 0)
+	}
+}
+
+// journalRetired is the first byte of a record whose append is done: no
+// record starts with it (journalV2, or an older ralph's offset).
+const journalRetired = '-'
 
 // journalV2 starts a journal record with its text's length and checksum.
 // A record without it, "OFFSET\n" and the text, was written by an older
@@ -725,10 +865,10 @@ func readJournal(j []byte) (off int64, text []byte, ok bool) {
 		if k, err := fmt.Sscanf(string(rest), "%d %d %x", &off, &n, &sum); err != nil || k != 3 {
 			return 0, nil, false
 		}
-		return off, text, n == len(text) && crc32.ChecksumIEEE(text) == sum
+		return off, text, off >= 0 && n == len(text) && crc32.ChecksumIEEE(text) == sum
 	}
 	off, err := strconv.ParseInt(string(head), 10, 64)
-	return off, text, err == nil
+	return off, text, err == nil && off >= 0 // "-…": retired (journalRetired)
 }
 
 // recoverJournal finishes an append that a crash interrupted.
@@ -742,13 +882,14 @@ func (p *Project) recoverJournal() error {
 	}
 	off, text, ok := readJournal(j)
 	if !ok {
-		return os.Remove(p.journalPath()) // torn journal: the append never started
+		return nil // retired, or torn: the append never started
 	}
 	path := p.Path(ProgressFile)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The log was deleted since: nothing to finish.
-		return os.Remove(p.journalPath())
+		p.retireJournal()
+		return nil
 	}
 	if err != nil {
 		return &FileError{File: ProgressFile, Msg: "cannot open to finish an interrupted append: " + unwrapPathErr(err), Hint: "check the file's permissions"}
@@ -767,13 +908,17 @@ func (p *Project) recoverJournal() error {
 	}
 	switch {
 	case off <= size && bytes.Equal(have, text):
-		// The append landed whole.
+		// The append landed whole. Its writer may not have flushed it
+		// yet (Project.FlushLater), and the record is retired below.
+		if err := nosync(f); err != nil {
+			return err
+		}
 	case off <= size && size == off+int64(len(have)) && bytes.HasPrefix(text, have):
 		// Torn: write the rest where it belongs.
 		if _, err := f.WriteAt(text[len(have):], size); err != nil {
 			return err
 		}
-		if err := f.Sync(); err != nil {
+		if err := nosync(f); err != nil {
 			return err
 		}
 		p.noteAppend(f, off+int64(len(text)))
@@ -790,14 +935,15 @@ func (p *Project) recoverJournal() error {
 			if _, err := f.WriteAt(text, size); err != nil {
 				return err
 			}
-			if err := f.Sync(); err != nil {
+			if err := nosync(f); err != nil {
 				return err
 			}
 			p.noteAppend(f, size+int64(len(text)))
 			p.wrote(ProgressFile, nil, nil)
 		}
 	}
-	return os.Remove(p.journalPath())
+	p.retireJournal()
+	return nil
 }
 
 // CountEntries counts the entries in a progress log's bytes, by the same

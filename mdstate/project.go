@@ -66,6 +66,11 @@ type Project struct {
 	// be missing or empty before a read believes it (an editor's save);
 	// 0 means DefaultSaveGrace.
 	SaveGrace time.Duration
+	// FlushLater lets an append to the progress log return once its
+	// journal record is durable, the log's own flush going on beside what
+	// follows (progress.go). A long-lived writer sets it, and calls Sync
+	// before it is done, so that it leaves the journal retired.
+	FlushLater bool
 
 	mu sync.Mutex
 	// parsed holds the last parse of each checklist ralph read or wrote.
@@ -82,6 +87,14 @@ type Project struct {
 	hooks   []writeHook
 	hookSeq int
 	rescued []Rescue
+	// scanned is when a write last looked for a crash's leftovers
+	// (recoverLocked).
+	scanned time.Time
+	// entries keeps the parses of the progress entries read last.
+	entries entryMemo
+	// flush is the last append's flush, when it may not be over
+	// (progress.go, flushLater).
+	flush *pendingFlush
 }
 
 // checklist parses data, or returns the parse of identical bytes.
@@ -316,7 +329,7 @@ func writeTemp(path string, data []byte, perm fs.FileMode) (tmp string, fi fs.Fi
 	if err = f.Chmod(perm.Perm()); err != nil {
 		return "", nil, err
 	}
-	if err = f.Sync(); err != nil {
+	if err = nosync(f); err != nil {
 		return "", nil, err
 	}
 	if fi, err = f.Stat(); err != nil {
@@ -354,7 +367,7 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
+	if err := nosync(d); err != nil && !errors.Is(err, fs.ErrInvalid) {
 		return err
 	}
 	return nil
@@ -364,25 +377,56 @@ func syncDir(dir string) error {
 // log that the journal records, and saves that left a temporary file: one
 // that holds what its state file holds, or nothing, is removed; any other
 // may be a person's version that a swap replaced, and is kept as a backup
-// (Rescued lists them). ralph calls it on start; every write does too.
+// (Rescued lists them). ralph calls it on start; every write does too,
+// looking for temporary files at most once every leftoverScanEvery.
 func (p *Project) Recover() error {
-	unlock, err := p.lockForWrite()
+	unlock, err := p.lockState()
 	if err != nil {
 		return err
 	}
-	unlock()
-	return nil
+	defer unlock()
+	p.mu.Lock()
+	p.scanned = time.Time{}
+	p.mu.Unlock()
+	return p.recoverLocked()
 }
+
+// leftoverScanEvery is how often the writes of one Project look for the
+// temporary files of a crashed save. A look reads the project's folder,
+// which costs more than a coordinator's other work on a write; a leftover
+// is a backup to keep, not a write to finish, so it can wait that long.
+// Every process's first write looks.
+const leftoverScanEvery = time.Second
 
 // recoverLocked is Recover for a caller that holds the state lock, so no
 // other ralph is mid-write and every temporary file is a crash's leftover.
 func (p *Project) recoverLocked() error {
-	for _, l := range p.leftovers() {
-		// One that cannot be kept (a full disk) stays where it is, for
-		// the next write to try again; it stops no write.
-		_, _, _ = p.rescue(l.name, l.path, l.tmp)
+	if p.dueForScan() {
+		for _, l := range p.leftovers() {
+			// One that cannot be kept (a full disk) stays where it is, for
+			// the next write to try again; it stops no write.
+			_, _, _ = p.rescue(l.name, l.path, l.tmp)
+		}
+	}
+	if p.flushPending() {
+		// The journal holds this Project's last append, whose flush is
+		// under way (progress.go): it is the append's to retire.
+		return nil
 	}
 	return p.recoverJournal()
+}
+
+// dueForScan reports whether a write should look for leftovers now, and
+// if so counts the look as made.
+func (p *Project) dueForScan() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if !p.scanned.IsZero() && now.Sub(p.scanned) < leftoverScanEvery && now.After(p.scanned) {
+		return false
+	}
+	p.scanned = now
+	return true
 }
 
 // lockForWrite takes the state lock and finishes what a crash left
@@ -474,6 +518,13 @@ func (p *Project) ReplaceFile(name string, data []byte) error {
 		return err
 	}
 	defer unlock()
+	if name == ProgressFile {
+		// The last append is on disk and its record retired before the
+		// log it went to is replaced.
+		if err := p.settleFlush(); err != nil {
+			return err
+		}
+	}
 	// A file that cannot be read (a folder, say) existed: replaceLocked
 	// says what it is.
 	cur, err := os.ReadFile(p.Path(name))
@@ -658,4 +709,13 @@ func (p *Project) ChangedSinceOwnWrite(name string) (changed, ok bool, err error
 		return false, true, fmt.Errorf("read %s: %w", name, err)
 	}
 	return sum != w.sum, true, nil
+}
+
+var noSync = os.Getenv("RALPH_NOSYNC") != ""
+
+func nosync(f *os.File) error {
+	if noSync {
+		return nil
+	}
+	return f.Sync()
 }

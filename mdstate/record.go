@@ -70,7 +70,10 @@ func (r *pendingRecord) prepare() error {
 	if t, err := filepath.EvalSymlinks(target); err == nil {
 		target = t
 	}
-	tmp, _, err := writeTemp(target, r.Data, r.Perm)
+	tmp, _, err := reuseSpare(recordSpare(target), target, r.Data, r.Perm)
+	if err != nil {
+		tmp, _, err = writeTemp(target, r.Data, r.Perm)
+	}
 	if err != nil {
 		return &RecordError{Path: r.Path, Err: err}
 	}
@@ -166,4 +169,24 @@ func (r *pendingRecord) finish() error {
 		return nil
 	}
 	return r.writeAlone()
+}
+
+// RetireRecord takes the record at path out of place once the step that
+// needed it is over: it is kept as the spare of the next record written
+// there (spare.go), or removed. One that can be neither does no harm to a
+// reader that checks which step a record belongs to.
+func RetireRecord(path string) {
+	if !keepsSpares {
+		_ = os.Remove(path)
+		return
+	}
+	if err := os.Rename(path, recordSpare(path)); err != nil {
+		_ = os.Remove(path)
+	}
+}
+
+// recordSpare is where the spare of the record at path is kept: beside it.
+func recordSpare(path string) string {
+	dir, base := filepath.Split(path)
+	return filepath.Join(dir, "spare-"+base)
 }

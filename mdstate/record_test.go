@@ -2,6 +2,7 @@ package mdstate
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,8 +32,8 @@ func TestJournalCutShort(t *testing.T) {
 		if got := readFile(t, p.Path(ProgressFile)); got != base {
 			t.Fatalf("cut at %d of %d: log =\n%q", cut, len(rec), got)
 		}
-		if _, err := os.Stat(p.journalPath()); !os.IsNotExist(err) {
-			t.Fatalf("cut at %d: journal left behind", cut)
+		if journalPending(t, p) {
+			t.Fatalf("cut at %d: the journal still holds a record", cut)
 		}
 	}
 	for name, whole := range map[string]string{"v2": rec, "older ralph": "11\n" + string(text)} {
@@ -49,7 +50,31 @@ func TestJournalCutShort(t *testing.T) {
 		if got := readFile(t, p.Path(ProgressFile)); got != base+string(text) {
 			t.Fatalf("%s: log =\n%q", name, got)
 		}
+		// Retired once finished: recovering again adds nothing, even after
+		// a person removed the entry.
+		writeFile(t, p.Path(ProgressFile), base, 0o644)
+		if err := p.Recover(); err != nil {
+			t.Fatal(err)
+		}
+		if journalPending(t, p) || readFile(t, p.Path(ProgressFile)) != base {
+			t.Fatalf("%s: the finished record was not retired", name)
+		}
 	}
+}
+
+// journalPending reports whether the progress journal holds a record that
+// recovery would act on.
+func journalPending(t *testing.T, p *Project) bool {
+	t.Helper()
+	j, err := os.ReadFile(p.journalPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, ok := readJournal(j)
+	return ok
 }
 
 // A record goes in place with the checklist's write, and by itself when
@@ -125,5 +150,62 @@ func TestIndexNotThroughLink(t *testing.T) {
 	}
 	if fi, err := os.Lstat(indexPath(dir)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		t.Fatal("the index is still a link")
+	}
+}
+
+// With FlushLater an append returns once its journal record is durable:
+// the record stays until the log's flush is over (Sync), so an append the
+// disk lost before that (a power cut) is written again from it; and one
+// Project's Sync never retires the record of another's append.
+func TestFlushLater(t *testing.T) {
+	dir := t.TempDir()
+	const base = "# Progress\n"
+	writeFile(t, filepath.Join(dir, ProgressFile), base, 0o644)
+	entry := func(title string) Entry {
+		return Entry{Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Title: title, Fields: []Field{{Key: "outcome", Value: "done"}}}
+	}
+	p := Open(dir)
+	p.FlushLater = true
+	if err := p.AppendProgress(entry("T1: first")); err != nil {
+		t.Fatal(err)
+	}
+	withFirst := readFile(t, p.Path(ProgressFile))
+	if !journalPending(t, p) {
+		t.Fatal("the journal record is retired before Sync")
+	}
+	// The disk lost the append (the log's flush never came): the next
+	// writer finishes it from the record.
+	writeFile(t, p.Path(ProgressFile), base, 0o644)
+	if err := Open(dir).Recover(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, p.Path(ProgressFile)); got != withFirst {
+		t.Fatalf("after the lost append and recovery, log =\n%q\nwant\n%q", got, withFirst)
+	}
+
+	// Two writers: q's record is not p's to retire.
+	if err := p.AppendProgress(entry("T2: second")); err != nil {
+		t.Fatal(err)
+	}
+	q := Open(dir)
+	q.FlushLater = true
+	if err := q.AppendProgress(entry("T3: third")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !journalPending(t, q) {
+		t.Fatal("p's Sync retired q's record")
+	}
+	if err := q.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if journalPending(t, q) {
+		t.Fatal("the record is still pending after its writer's Sync")
+	}
+	log, err := p.ReadProgress(10)
+	if err != nil || len(log.Recent) != 3 || log.Recent[2].Title != "T3: third" {
+		t.Fatalf("log after both: %+v, %v", log, err)
 	}
 }

@@ -147,6 +147,8 @@ type save struct {
 	ours  bool
 	// record is put in place before the first swap (record.go).
 	record *pendingRecord
+	// spared is set once a replaced file is kept as the spare (spare.go).
+	spared bool
 }
 
 // replaced is a file a swap took out of place, open under its temporary
@@ -325,7 +327,7 @@ func (s *save) swap(data []byte, prev onDisk) (got []byte, placed bool, err erro
 	var tmp string
 	var fi fs.FileInfo
 	err = s.withRecord(func() (err error) {
-		tmp, fi, err = writeTemp(s.path, data, s.mode)
+		tmp, fi, err = s.writeTemp(data)
 		return err
 	})
 	if err != nil {
@@ -544,9 +546,10 @@ func (s *save) unlinkHeld() error {
 			continue
 		}
 		var err error
-		if s.keepHeld {
+		switch {
+		case s.keepHeld:
 			_, _, err = s.p.rescue(s.name, s.path, h.tmp)
-		} else {
+		case !s.keepSpare(h):
 			err = removeLeftover(h.tmp)
 		}
 		if err != nil {

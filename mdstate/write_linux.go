@@ -4,6 +4,7 @@ package mdstate
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -54,3 +55,44 @@ func openForWriting(f *os.File) (writing, known bool) {
 	}
 	return false, false
 }
+
+// openSpare opens the spare at path for a rewrite: a regular file of one
+// link that no other process has open (a write lease is granted only
+// then, and given back at once). A symlink there is refused.
+func openSpare(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		_ = f.Close()
+		return nil, errSpareInUse
+	}
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+		_ = f.Close()
+		return nil, errSpareInUse
+	}
+	_, _ = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
+	return f, nil
+}
+
+// renameNoReplace renames from to to unless something is at to
+// (fs.ErrExist).
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EEXIST) {
+		return fs.ErrExist
+	}
+	return err
+}
+
+// syncData flushes f's bytes and length (fdatasync).
+func syncData(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+
+// keepsSpares is whether files are kept to be written over (spare.go).
+const keepsSpares = true

@@ -14,3 +14,15 @@ func writeInPlace(path string, data []byte, perm os.FileMode) error { return err
 
 // openForWriting is known only on Linux (write_linux.go).
 func openForWriting(f *os.File) (writing, known bool) { return false, false }
+
+// openSpare: spares are kept only where the swap is an exchange (Linux).
+func openSpare(path string) (*os.File, error) { return nil, errSpareInUse }
+
+// renameNoReplace is used only with spares (Linux).
+func renameNoReplace(from, to string) error { return errSpareInUse }
+
+// syncData is a full fsync where fdatasync is not at hand.
+func syncData(f *os.File) error { return f.Sync() }
+
+// keepsSpares is whether files are kept to be written over (spare.go).
+const keepsSpares = false

@@ -1,0 +1,133 @@
+package mdstate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+)
+
+// A save's new version goes to a temporary file beside the state file,
+// and the swap leaves the replaced version there. Creating that file,
+// and freeing the replaced one's blocks when it is unlinked, cost more
+// than the rest of a save on ext4: a new file's first flush commits its
+// blocks' allocation to the journal, and an unlink frees (and, with the
+// discard option, trims) every block. So where the swap is an exchange
+// (Linux), the replaced file is kept once the save is over, as the spare
+// of its state file in RuntimeDir, and the next save of that file writes
+// its version over the spare's blocks and renames it beside the file as
+// its temporary file. A flush of rewritten blocks is a data write alone.
+//
+// Nothing else changes: the temporary file has its usual name while the
+// swap needs it (Recover finds it there after a crash), and a spare is a
+// version ralph already took in, so losing it loses nothing. A spare is
+// rewritten only when nothing else has it open (a write lease, which the
+// kernel grants only then, is asked for and given back) and it has no
+// other link: a process that still reads the version it replaced, or a
+// hard link a person made to it, keeps its bytes. Otherwise the save
+// writes a new temporary file, as elsewhere.
+
+// sparePath is where the saves of s's file keep their spare, "" where
+// they keep none: without the exchange, or for a file outside the project
+// root's folder (a link's target), which may be on another file system.
+func (s *save) sparePath() string {
+	if !keepsSpares || !useExchange || filepath.Dir(s.path) != filepath.Clean(s.p.Root) {
+		return ""
+	}
+	return filepath.Join(s.p.Root, RuntimeDir, "spare-"+filepath.Base(s.path))
+}
+
+// writeTemp writes data to a temporary file beside the file, durably,
+// over the spare's blocks when it can (the first swap of a save only: a
+// later one may still read the spare as a file it replaced).
+func (s *save) writeTemp(data []byte) (tmp string, fi fs.FileInfo, err error) {
+	if spare := s.sparePath(); spare != "" && len(s.held) == 0 {
+		if tmp, fi, err := reuseSpare(spare, s.path, data, s.mode); err == nil {
+			return tmp, fi, nil
+		}
+	}
+	return writeTemp(s.path, data, s.mode)
+}
+
+// reuseSpare writes data over the spare at spare and renames it to a new
+// temporary name beside path. On any failure the spare is removed (a
+// file that cannot be reused is not kept) and the error returned; the
+// caller then writes a new temporary file.
+func reuseSpare(spare, path string, data []byte, perm fs.FileMode) (tmp string, fi fs.FileInfo, err error) {
+	f, err := openSpare(spare)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			_ = os.Remove(spare)
+		}
+		return "", nil, err
+	}
+	fi, err = fillSpare(f, data, perm)
+	if err == nil {
+		tmp, err = renameBeside(spare, path)
+	}
+	if err != nil {
+		_ = os.Remove(spare)
+		return "", nil, err
+	}
+	return tmp, fi, nil
+}
+
+// fillSpare makes the spare f hold data with mode perm, durably, and
+// closes it. It returns the file's info.
+func fillSpare(f *os.File, data []byte, perm fs.FileMode) (fi fs.FileInfo, err error) {
+	defer func() { err = errors.Join(err, f.Close()) }()
+	if _, err = f.WriteAt(data, 0); err != nil {
+		return nil, err
+	}
+	if err = f.Truncate(int64(len(data))); err != nil {
+		return nil, err
+	}
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if fi.Mode().Perm() == perm.Perm() {
+		// Only the bytes and the length changed: a data flush.
+		return fi, syncData(f)
+	}
+	if err = f.Chmod(perm.Perm()); err != nil {
+		return nil, err
+	}
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	return fi, f.Sync()
+}
+
+// renameBeside renames the file at from to a new temporary name beside
+// path (tempPrefix), never over a file that is there.
+func renameBeside(from, path string) (string, error) {
+	dir, base := filepath.Split(path)
+	for range 100 {
+		tmp := filepath.Join(dir, fmt.Sprintf("%s%d", tempPrefix(base), rand.Uint32()))
+		err := renameNoReplace(from, tmp)
+		if !errors.Is(err, fs.ErrExist) {
+			return tmp, err
+		}
+	}
+	return "", fmt.Errorf("no free temporary name beside %s", path)
+}
+
+// keepSpare keeps the replaced file h, whose bytes the save took in, as
+// the spare of the file instead of unlinking it. It reports whether it
+// did; it keeps one a save.
+func (s *save) keepSpare(h *replaced) bool {
+	spare := s.sparePath()
+	if spare == "" || s.spared {
+		return false
+	}
+	if err := os.Rename(h.tmp, spare); err != nil {
+		return false
+	}
+	s.spared = true
+	return true
+}
+
+// errSpareInUse is openSpare's refusal of a spare it must not rewrite.
+var errSpareInUse = errors.New("the spare is open elsewhere or has other links")

@@ -1,0 +1,190 @@
+//go:build linux
+
+package mdstate
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// spareTest is a project whose tasks file a test saves again and again:
+// version k has k tasks done.
+type spareTest struct {
+	t     *testing.T
+	dir   string
+	p     *Project
+	saves int
+}
+
+func newSpareTest(t *testing.T) *spareTest {
+	dir := t.TempDir()
+	var b []byte
+	b = append(b, "# Tasks\n\n"...)
+	for i := 1; i <= 9; i++ {
+		b = fmt.Appendf(b, "- [ ] T%d: Task %d\n", i, i)
+	}
+	writeFile(t, filepath.Join(dir, TasksFile), string(b), 0o644)
+	return &spareTest{t: t, dir: dir, p: Open(dir)}
+}
+
+// save marks the next task done, and returns what the file held before.
+func (s *spareTest) save() string {
+	s.t.Helper()
+	before := readFile(s.t, filepath.Join(s.dir, TasksFile))
+	s.saves++
+	if _, err := s.p.UpdateChecklist(TasksKind, func(e *ChecklistEdit) error {
+		return e.SetStatus(fmt.Sprintf("T%d", s.saves), Done)
+	}); err != nil {
+		s.t.Fatal(err)
+	}
+	noLeftovers(s.t, s.dir)
+	return before
+}
+
+func (s *spareTest) spare() string { return filepath.Join(s.dir, RuntimeDir, "spare-"+TasksFile) }
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// A save keeps the file its swap replaced as the spare, and the next save
+// writes its version over the spare: the file in place is the spare's
+// inode, with the new bytes, and the spare is then the version before.
+func TestSaveReusesItsSpare(t *testing.T) {
+	s := newSpareTest(t)
+	first := s.save()
+	if got := readFile(t, s.spare()); got != first {
+		t.Fatalf("spare after the first save =\n%s\nwant the version it replaced\n%s", got, first)
+	}
+	spareIno := inode(t, s.spare())
+	second := s.save()
+	if got := inode(t, filepath.Join(s.dir, TasksFile)); got != spareIno {
+		t.Errorf("the second save wrote a new file (inode %d), not over the spare (%d)", got, spareIno)
+	}
+	if got := readFile(t, s.spare()); got != second {
+		t.Errorf("spare after the second save =\n%s\nwant\n%s", got, second)
+	}
+	tasks, err := s.p.LoadChecklist(TasksKind)
+	if err != nil || tasks.Find("T1").Status != Done || tasks.Find("T2").Status != Done || tasks.Find("T3").Status != Pending {
+		t.Fatalf("after two saves: %v", err)
+	}
+}
+
+// A spare that someone still has open (a reader of the version it was, an
+// appender that opened the file before the swap), that has another link,
+// or that is a symlink, is never written over: each keeps its bytes, and
+// the save writes a new file.
+func TestSaveLeavesASpareInUse(t *testing.T) {
+	cases := []struct {
+		name string
+		// hold does something to the spare and returns a check that its
+		// bytes (or the file it leads to) are what they were.
+		hold func(t *testing.T, spare string) func() string
+	}{
+		{"open for reading", func(t *testing.T, spare string) func() string {
+			f, err := os.Open(spare)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return func() string { return readAllString(t, f) }
+		}},
+		{"open for appending", func(t *testing.T, spare string) func() string {
+			f := openAppend(t, spare)
+			r, err := os.Open("/proc/self/fd/" + fmt.Sprint(f.Fd()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return func() string { return readAllString(t, r) }
+		}},
+		{"hard link", func(t *testing.T, spare string) func() string {
+			link := filepath.Join(filepath.Dir(spare), "a-link")
+			if err := os.Link(spare, link); err != nil {
+				t.Fatal(err)
+			}
+			return func() string { return readFile(t, link) }
+		}},
+		{"symlink", func(t *testing.T, spare string) func() string {
+			outside := filepath.Join(t.TempDir(), "mine.md")
+			writeFile(t, outside, readFile(t, spare), 0o644)
+			if err := os.Remove(spare); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, spare); err != nil {
+				t.Fatal(err)
+			}
+			return func() string { return readFile(t, outside) }
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSpareTest(t)
+			s.save()
+			was := readFile(t, s.spare())
+			check := tc.hold(t, s.spare())
+			s.save()
+			if got := check(); got != was {
+				t.Errorf("the spare in use was written over: it holds\n%s\nwant\n%s", got, was)
+			}
+			tasks, err := s.p.LoadChecklist(TasksKind)
+			if err != nil || tasks.Find("T2").Status != Done {
+				t.Fatalf("the save did not land: %v", err)
+			}
+			// A new spare is kept; it is reused by the save after.
+			ino := inode(t, s.spare())
+			s.save()
+			if got := inode(t, filepath.Join(s.dir, TasksFile)); got != ino {
+				t.Errorf("the save after did not reuse the new spare")
+			}
+		})
+	}
+}
+
+func readAllString(t *testing.T, f *os.File) string {
+	t.Helper()
+	b, err := readAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A record retired after its step is the spare of the next: that one is
+// written over it, and the state file's save goes on as before.
+func TestRecordReusesItsSpare(t *testing.T) {
+	s := newSpareTest(t)
+	rec := Record{Path: filepath.Join(s.dir, RuntimeDir, "report.json"), Perm: 0o600}
+	var inodes []uint64
+	for i := 1; i <= 3; i++ {
+		rec.Data = fmt.Appendf(nil, "{\"iteration\": %d}\n", i)
+		if _, err := s.p.UpdateChecklistAfter(TasksKind, rec, func(e *ChecklistEdit) error {
+			return e.SetStatus(fmt.Sprintf("T%d", i), Done)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, rec.Path); got != string(rec.Data) {
+			t.Fatalf("record %d = %q", i, got)
+		}
+		inodes = append(inodes, inode(t, rec.Path))
+		RetireRecord(rec.Path)
+		if _, err := os.Stat(rec.Path); !os.IsNotExist(err) {
+			t.Fatalf("record %d still in place after RetireRecord: %v", i, err)
+		}
+	}
+	if inodes[1] != inodes[0] || inodes[2] != inodes[0] {
+		t.Errorf("records were new files (inodes %v), not the retired one written over", inodes)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(s.dir, RuntimeDir, ".report.json.ralph-*"))
+	if len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+}
