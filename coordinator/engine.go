@@ -141,6 +141,7 @@ type Coordinator struct {
 	opts   Options
 	p      *mdstate.Project
 	lock   *Lock
+	holder LockInfo // what the lock says of this coordinator
 	events *stream
 
 	// ctl guards the control state below, shared by the run goroutine and
@@ -206,7 +207,8 @@ func New(opts Options) (*Coordinator, error) {
 	}
 	opts = opts.withDefaults()
 	host, _ := os.Hostname()
-	lock, err := AcquireLock(opts.Root, LockInfo{PID: os.Getpid(), Host: host, Command: opts.Command, Since: opts.Now()})
+	holder := LockInfo{PID: os.Getpid(), Host: host, Command: opts.Command, Since: opts.Now()}
+	lock, err := AcquireLock(opts.Root, holder)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +219,7 @@ func New(opts Options) (*Coordinator, error) {
 	// Its appends return once their journal record is durable; Close
 	// and the end of each run wait for the log's own flush.
 	p.FlushLater = true
-	c := &Coordinator{opts: opts, p: p, lock: lock, events: newStream()}
+	c := &Coordinator{opts: opts, p: p, lock: lock, holder: holder, events: newStream()}
 	c.snap.Agent, c.snap.Model = opts.Agent.Name(), opts.Model
 	if opts.Watch {
 		if c.watcher, err = watch.New(c.p, c.changed, watch.Options{}); err != nil {

@@ -440,7 +440,7 @@ func (c *Coordinator) prompt(ctx context.Context, id string) (string, []string, 
 	// The coordinator's Project reuses the parse of its own last write;
 	// the work tree status (a git process) and a fresh project scan are
 	// not worth their cost on every iteration.
-	r, err := BuildReport(ctx, c.opts.Root, ReportOptions{Project: c.p, Scanned: c.scanned, NoStatus: true, Git: c.opts.Git, History: &c.history})
+	r, err := BuildReport(ctx, c.opts.Root, ReportOptions{Project: c.p, Scanned: c.scanned, NoStatus: true, Git: c.opts.Git, History: &c.history, Holder: &c.holder})
 	if err != nil {
 		return "", nil, err
 	}

@@ -43,6 +43,9 @@ type ReportOptions struct {
 	Project *mdstate.Project
 	// Scanned, when set, is used instead of scanning the project again.
 	Scanned *projectdetect.Project
+	// Holder, when set, is the coordinator lock's holder, the caller
+	// itself (a coordinator's prompt): the report does not look for it.
+	Holder *LockInfo
 }
 
 func (o ReportOptions) withDefaults() ReportOptions {
@@ -169,7 +172,7 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 		}
 		return nil, stateErr
 	}
-	r.readSession(root)
+	r.readSession(root, opts.Holder)
 	stale := kept == nil
 	if kept != nil && !opts.History.since(r.Session) {
 		// A new baseline: the commits since it are read anew.
@@ -205,7 +208,7 @@ func readReportGit(ctx context.Context, root string, opts ReportOptions, cli cha
 
 // readSession reads the session RALPH_TASKS.md records, and whether a
 // coordinator holds the project now.
-func (r *Report) readSession(root string) {
+func (r *Report) readSession(root string, known *LockInfo) {
 	if r.State.Tasks == nil {
 		return
 	}
@@ -216,7 +219,12 @@ func (r *Report) readSession(root string) {
 	}
 	r.Session = s
 	r.RecordedStatus = string(s.Status)
-	holder, held := LockHolder(root)
+	holder, held := LockInfo{}, false
+	if known != nil {
+		holder, held = *known, true
+	} else {
+		holder, held = LockHolder(root)
+	}
 	if held {
 		r.Holder = &holder
 	}

@@ -19,7 +19,7 @@ func lockFile(path string) (func(), error) { return LockFile(path, stateLockWait
 // function it returns releases it. The system releases it when the
 // process dies, so a crash never leaves it held.
 func LockFile(path string, wait time.Duration) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}

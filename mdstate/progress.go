@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,7 +135,7 @@ func (p *Project) ReadProgress(n int) (*Log, error) {
 	if _, err := p.statState(ProgressFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, &FileError{File: ProgressFile, Msg: "cannot read: " + unwrapPathErr(err), Hint: "check the file's permissions"}
 	}
-	return readProgress(p.Root, n, &p.entries)
+	return readProgress(p.Root, n, &p.entries, &p.index)
 }
 
 var (
@@ -258,17 +259,72 @@ func (x *logIndex) add(st entryStart) {
 	}
 }
 
+// clone is a copy of x that shares nothing with it.
+func (x *logIndex) clone() *logIndex {
+	c := *x
+	c.Tail = slices.Clone(x.Tail)
+	return &c
+}
+
+// indexMemo is the progress index a Project last read or wrote, so that a
+// coordinator, which reads the log for every prompt and extends the index
+// at every append, does not read and decode .ralph/progress.index each
+// time. It answers only for the log it was made from (matches), like the
+// file; a nil memo always reads the file.
+type indexMemo struct {
+	mu sync.Mutex
+	x  *logIndex
+}
+
+// load returns the index for the log whose info is fi, a copy the caller
+// may change, or nil when neither the memo nor the file has one.
+func (m *indexMemo) load(root string, fi fs.FileInfo) *logIndex {
+	if m == nil {
+		return loadIndex(root)
+	}
+	m.mu.Lock()
+	x := m.x
+	m.mu.Unlock()
+	if x != nil && x.matches(fi) {
+		return x.clone()
+	}
+	x = loadIndex(root)
+	if x != nil && x.matches(fi) {
+		m.put(x)
+	}
+	return x
+}
+
+// save writes x to the file and keeps a copy.
+func (m *indexMemo) save(root string, x *logIndex) {
+	if m != nil {
+		m.put(x)
+	}
+	saveIndex(root, x)
+}
+
+func (m *indexMemo) put(x *logIndex) {
+	c := x.clone()
+	m.mu.Lock()
+	m.x = c
+	m.mu.Unlock()
+}
+
 func indexPath(root string) string {
 	return filepath.Join(root, RuntimeDir, "progress.index")
 }
 
 func loadIndex(root string) *logIndex {
-	data, err := os.ReadFile(indexPath(root))
+	data, err := readWhole(indexPath(root))
 	if err != nil {
 		return nil
 	}
+	body, ok := checkedRecord(data)
+	if !ok {
+		return nil
+	}
 	var x logIndex
-	if json.Unmarshal(data, &x) != nil {
+	if json.Unmarshal(body, &x) != nil {
 		return nil
 	}
 	return &x
@@ -276,19 +332,22 @@ func loadIndex(root string) *logIndex {
 
 // saveIndex writes the index without fsync: after a crash it is stale,
 // missing or cut short, and then it is not used. It is rewritten at every
-// append, in place where writeInPlace can: a reader that meets it half
-// written reads no JSON (nor from two writers' bytes mixed), and scans the
-// log instead.
+// append, in place where it can be (over its own blocks: a truncation and
+// a new block cost more than the rest of an append's index work), under a
+// header with its length and checksum: a reader that meets it half
+// written, or written over a longer one, finds the checksum wrong and
+// scans the log instead.
 func saveIndex(root string, x *logIndex) {
-	data, err := json.Marshal(x)
+	body, err := json.Marshal(x)
 	if err != nil {
 		return
 	}
+	data := append([]byte(recordHeader(body)), body...)
 	dir := filepath.Join(root, RuntimeDir)
 	if os.MkdirAll(dir, 0o755) != nil {
 		return
 	}
-	switch err := writeInPlace(indexPath(root), data, 0o600); {
+	switch err := overwriteInPlace(indexPath(root), data, 0o600); {
 	case err == nil:
 		return
 	case !errors.Is(err, errNoInPlace):
@@ -306,9 +365,31 @@ func saveIndex(root string, x *logIndex) {
 	}
 }
 
-func readProgress(root string, n int, memo *entryMemo) (*Log, error) {
+// recordHeader is the first line of a memo written in place: the length
+// and checksum of what follows it.
+func recordHeader(body []byte) string {
+	return fmt.Sprintf("%s%d %08x\n", journalV2, len(body), crc32.ChecksumIEEE(body))
+}
+
+// checkedRecord returns what follows a recordHeader in data, ok only when
+// it is whole: its length and checksum are the header's.
+func checkedRecord(data []byte) (body []byte, ok bool) {
+	head, body, found := bytes.Cut(data, []byte("\n"))
+	rest, v2 := bytes.CutPrefix(head, []byte(journalV2))
+	if !found || !v2 {
+		return nil, false
+	}
+	var n int
+	var sum uint32
+	if k, err := fmt.Sscanf(string(rest), "%d %x", &n, &sum); err != nil || k != 2 {
+		return nil, false
+	}
+	return body, n == len(body) && crc32.ChecksumIEEE(body) == sum
+}
+
+func readProgress(root string, n int, memo *entryMemo, idx *indexMemo) (*Log, error) {
 	path := filepath.Join(root, ProgressFile)
-	f, err := os.Open(path)
+	f, err := openFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Log{}, nil
 	}
@@ -325,7 +406,7 @@ func readProgress(root string, n int, memo *entryMemo) (*Log, error) {
 	}
 	lg := &Log{Size: fi.Size()}
 	var starts []entryStart
-	if x := loadIndex(root); x != nil && x.matches(fi) && (n <= len(x.Tail) || x.Entries == len(x.Tail)) {
+	if x := idx.load(root, fi); x != nil && x.matches(fi) && (n <= len(x.Tail) || x.Entries == len(x.Tail)) {
 		lg.Entries = x.Entries
 		starts = x.Tail[max(len(x.Tail)-n, 0):]
 	} else {
@@ -336,7 +417,7 @@ func readProgress(root string, n int, memo *entryMemo) (*Log, error) {
 		lg.Entries = x.Entries
 		starts = all[max(len(all)-n, 0):]
 		if x.stamp(fi) {
-			saveIndex(root, x)
+			idx.save(root, x)
 		}
 	}
 	if n <= 0 || len(starts) == 0 {
@@ -593,7 +674,7 @@ func (p *Project) AppendProgress(e Entry) error {
 			return err
 		}
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := openFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return &FileError{File: ProgressFile, Msg: "cannot open: " + unwrapPathErr(err), Hint: "check the file's permissions"}
 	}
@@ -750,7 +831,7 @@ func (p *Project) appendLanded(f *os.File) error {
 // text to a file that had info before, by scanning only text. An index
 // that did not match the file before stays stale; the next read rescans.
 func (p *Project) extendIndex(f *os.File, before fs.FileInfo, text []byte, unterminated bool) {
-	x := loadIndex(p.Root)
+	x := p.index.load(p.Root, before)
 	if x == nil || !x.matches(before) {
 		return
 	}
@@ -764,7 +845,7 @@ func (p *Project) extendIndex(f *os.File, before fs.FileInfo, text []byte, unter
 	if err != nil || !x.stamp(after) {
 		return
 	}
-	saveIndex(p.Root, x)
+	p.index.save(p.Root, x)
 }
 
 // writeJournal records, durably, that text is about to be appended to the
@@ -782,9 +863,9 @@ func (p *Project) writeJournal(off int64, text []byte) error {
 		return fmt.Errorf("create %s: %w", RuntimeDir, err)
 	}
 	created := false
-	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY, 0)
+	f, err := openFile(p.journalPath(), os.O_WRONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		f, err = os.OpenFile(p.journalPath(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err = openFile(p.journalPath(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		created = true
 	}
 	if err != nil {
@@ -816,7 +897,7 @@ func (p *Project) writeJournal(off int64, text []byte) error {
 // record a crash brings back is one whose append is in the log, which
 // recovery finds there.
 func (p *Project) retireJournal() {
-	f, err := os.OpenFile(p.journalPath(), os.O_WRONLY, 0)
+	f, err := openFile(p.journalPath(), os.O_WRONLY, 0)
 	if err != nil {
 		return
 	}
@@ -827,7 +908,7 @@ func (p *Project) retireJournal() {
 // retireJournalIf retires the journal's record if it starts with head:
 // it is the record head was made from.
 func (p *Project) retireJournalIf(head []byte) {
-	f, err := os.OpenFile(p.journalPath(), os.O_RDWR, 0)
+	f, err := openFile(p.journalPath(), os.O_RDWR, 0)
 	if err != nil {
 		return
 	}
@@ -873,7 +954,7 @@ func readJournal(j []byte) (off int64, text []byte, ok bool) {
 
 // recoverJournal finishes an append that a crash interrupted.
 func (p *Project) recoverJournal() error {
-	j, err := os.ReadFile(p.journalPath())
+	j, err := readWhole(p.journalPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -885,7 +966,7 @@ func (p *Project) recoverJournal() error {
 		return nil // retired, or torn: the append never started
 	}
 	path := p.Path(ProgressFile)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The log was deleted since: nothing to finish.
 		p.retireJournal()

@@ -90,8 +90,10 @@ type Project struct {
 	// scanned is when a write last looked for a crash's leftovers
 	// (recoverLocked).
 	scanned time.Time
-	// entries keeps the parses of the progress entries read last.
+	// entries keeps the parses of the progress entries read last, index
+	// the progress index.
 	entries entryMemo
+	index   indexMemo
 	// flush is the last append's flush, when it may not be over
 	// (progress.go, flushLater).
 	flush *pendingFlush
@@ -362,7 +364,7 @@ func linkNew(tmp, path string) error {
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

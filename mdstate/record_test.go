@@ -1,6 +1,7 @@
 package mdstate
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -207,5 +208,46 @@ func TestFlushLater(t *testing.T) {
 	log, err := p.ReadProgress(10)
 	if err != nil || len(log.Recent) != 3 || log.Recent[2].Title != "T3: third" {
 		t.Fatalf("log after both: %+v, %v", log, err)
+	}
+}
+
+// The progress index is written over its own bytes under a length and a
+// checksum: a reader that meets two versions mixed (one written over a
+// longer one, or cut short), or an older ralph's plain JSON, uses none of
+// them and scans the log.
+func TestIndexWrittenInPlace(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, RuntimeDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	long := &logIndex{V: 1, Size: 123456, Lines: 900}
+	for i := range 40 {
+		long.add(entryStart{Off: int64(i * 3000), Line: i * 20})
+	}
+	short := &logIndex{V: 1, Size: 77, Entries: 1, Lines: 3, Tail: []entryStart{{Off: 0, Line: 1}}}
+	saveIndex(dir, long)
+	if x := loadIndex(dir); x == nil || x.Entries != 40 || len(x.Tail) != 40 {
+		t.Fatalf("long index read back as %+v", x)
+	}
+	before, _ := os.Stat(indexPath(dir))
+	saveIndex(dir, short)
+	if x := loadIndex(dir); x == nil || x.Entries != 1 || x.Size != 77 {
+		t.Fatalf("short index read back as %+v", x)
+	}
+	after, _ := os.Stat(indexPath(dir))
+	if !os.SameFile(before, after) {
+		t.Error("the index was replaced by a new file, not written over")
+	}
+	// Mixed: the short one's bytes over the long one's, not cut.
+	longData, _ := json.Marshal(long)
+	shortData, _ := json.Marshal(short)
+	mixed := []byte(recordHeader(longData) + string(longData))
+	copy(mixed, recordHeader(shortData)+string(shortData))
+	cut := []byte(recordHeader(longData) + string(longData[:len(longData)/2]))
+	for name, data := range map[string][]byte{"mixed": mixed, "cut short": cut, "an older ralph's JSON": longData} {
+		writeFile(t, indexPath(dir), string(data), 0o600)
+		if x := loadIndex(dir); x != nil {
+			t.Errorf("%s: read as %+v", name, x)
+		}
 	}
 }

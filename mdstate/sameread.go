@@ -45,7 +45,7 @@ func readFileLike(path string, like []byte) ([]byte, error) {
 	if like == nil {
 		return os.ReadFile(path)
 	}
-	f, err := os.Open(path)
+	f, err := openFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -112,4 +112,14 @@ func (p *Project) readsAsSource(path, name string) error {
 	}
 	_, err = newSource(name, data)
 	return err
+}
+
+// readWhole is os.ReadFile through openFile.
+func readWhole(path string) ([]byte, error) {
+	f, err := openFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(f)
 }

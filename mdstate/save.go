@@ -76,7 +76,8 @@ type editFunc func(cur []byte) ([]byte, error)
 // errNoExchange is exchange's answer where the file system cannot swap.
 var errNoExchange = errors.New("the file system cannot exchange two files")
 
-// errNoInPlace is writeInPlace's answer where it cannot refuse a symlink.
+// errNoInPlace is overwriteInPlace's answer where it cannot refuse a
+// symlink.
 var errNoInPlace = errors.New("no in-place write without following links here")
 
 // useExchange is false only in tests and benchmarks of the fallback.
@@ -387,7 +388,7 @@ func (s *save) look(expected []byte) ([]byte, error) {
 func (s *save) readReplaced(tmp string, ours, expected []byte) (got []byte, placed bool, err error) {
 	r := &replaced{tmp: tmp}
 	s.held = append(s.held, r)
-	if r.f, err = os.Open(tmp); err != nil {
+	if r.f, err = openFile(tmp, os.O_RDONLY, 0); err != nil {
 		return nil, true, err
 	}
 	if r.data, err = readLike(r.f, expected); err != nil {
@@ -424,7 +425,7 @@ func (s *save) swapBack(r *replaced, ours, expected []byte) (got []byte, ok bool
 	}
 	_ = r.f.Close()
 	s.held = s.held[:len(s.held)-1]
-	f, err := os.Open(r.tmp)
+	f, err := openFile(r.tmp, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, true, err
 	}

@@ -23,20 +23,6 @@ func exchange(tmp, path string) error {
 	return err
 }
 
-// writeInPlace replaces the contents of the file at path with data, in
-// place (no temporary file, no rename, no fsync): for ralph's own memos in
-// .ralph/, whose readers reject a memo they read half written. A symlink
-// at path is refused (O_NOFOLLOW), never followed: a cloned project could
-// otherwise aim the memo at any file of the user's.
-func writeInPlace(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	return errors.Join(err, f.Close())
-}
-
 // openForWriting reports whether any process has the file f (opened
 // read-only) open for writing: an appender that opened it before ralph's
 // swap may still write into it. It asks for a read lease, which the kernel
@@ -60,7 +46,7 @@ func openForWriting(f *os.File) (writing, known bool) {
 // link that no other process has open (a write lease is granted only
 // then, and given back at once). A symlink there is refused.
 func openSpare(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	f, err := openFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -96,3 +82,20 @@ func syncData(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
 
 // keepsSpares is whether files are kept to be written over (spare.go).
 const keepsSpares = true
+
+// overwriteInPlace makes the file at path hold data, written over its
+// own bytes and cut to data's length (no temporary file, no truncation to
+// nothing first, no fsync): for ralph's own memos in .ralph/, whose
+// readers check a length and checksum. A symlink at path is refused
+// (O_NOFOLLOW), never followed.
+func overwriteInPlace(path string, data []byte, perm os.FileMode) error {
+	f, err := openFile(path, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	return errors.Join(err, f.Close())
+}

@@ -8,10 +8,6 @@ import "os"
 // the file and renames over it.
 func exchange(tmp, path string) error { return errNoExchange }
 
-// writeInPlace is Linux's (write_linux.go); elsewhere a memo is written
-// through a temporary file and a rename.
-func writeInPlace(path string, data []byte, perm os.FileMode) error { return errNoInPlace }
-
 // openForWriting is known only on Linux (write_linux.go).
 func openForWriting(f *os.File) (writing, known bool) { return false, false }
 
@@ -26,3 +22,7 @@ func syncData(f *os.File) error { return f.Sync() }
 
 // keepsSpares is whether files are kept to be written over (spare.go).
 const keepsSpares = false
+
+// overwriteInPlace is Linux's (write_linux.go); elsewhere a memo is
+// written through a temporary file and a rename.
+func overwriteInPlace(path string, data []byte, perm os.FileMode) error { return errNoInPlace }
