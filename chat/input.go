@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chzyer/readline"
@@ -115,6 +116,11 @@ type lineEditor struct {
 	stopped chan struct{}
 	ack     chan struct{}
 	done    chan struct{}
+	// start starts the reader, at the first inputs(): the prompt shows
+	// once the session has printed its welcome, so nothing the person
+	// types is taken (and no line readline resets) while the session
+	// still prints through readline from another goroutine.
+	start sync.Once
 }
 
 // newLineEditor opens readline on the terminal. It installs no signal
@@ -143,7 +149,6 @@ func newLineEditor(stdin io.Reader, stdout io.Writer, history, prompt string, co
 		return nil, fmt.Errorf("open the line editor: %w", err)
 	}
 	e := &lineEditor{rl: rl, stdin: stdinR, in: make(chan input), ack: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
-	go e.read()
 	return e, nil
 }
 
@@ -176,7 +181,10 @@ func (e *lineEditor) read() {
 	}
 }
 
-func (e *lineEditor) inputs() <-chan input { return e.in }
+func (e *lineEditor) inputs() <-chan input {
+	e.start.Do(func() { go e.read() })
+	return e.in
+}
 func (e *lineEditor) next() {
 	select {
 	case e.ack <- struct{}{}:
@@ -200,6 +208,7 @@ func (e *lineEditor) setPrompt(prompt string) {
 func (e *lineEditor) interactive() bool { return true }
 
 func (e *lineEditor) close() {
+	e.start.Do(func() { close(e.stopped) }) // never started: nothing to wait for
 	close(e.done)
 	_ = e.stdin.Close()
 	// A Readline under way returns io.EOF; the reader ends before the

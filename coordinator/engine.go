@@ -216,8 +216,9 @@ func New(opts Options) (*Coordinator, error) {
 	if p == nil || p.Root != opts.Root {
 		p = mdstate.Open(opts.Root)
 	}
-	// Its appends return once their journal record is durable; Close
-	// and the end of each run wait for the log's own flush.
+	// Its appends return once their journal record is durable, its saves
+	// once swapped in: an agent's start, the end of each run and Close
+	// wait for the flushes (mdstate.Project.Sync).
 	p.FlushLater = true
 	c := &Coordinator{opts: opts, p: p, lock: lock, holder: holder, events: newStream()}
 	c.snap.Agent, c.snap.Model = opts.Agent.Name(), opts.Model

@@ -179,6 +179,11 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 		// Taken before the agent started: none is started.
 		return attempt{Outcome: OutcomeInterrupted, Taken: true, Note: "stopped: " + p.Error()}, nil
 	}
+	// The iteration's start (begin's save) is on disk before its agent
+	// starts; its flush went on while the prompt was built.
+	if err := c.p.Sync(); err != nil {
+		return attempt{}, err
+	}
 	a, err := runAgent(iterCtx, c.opts, request{
 		Prompt:   prompt,
 		LogName:  c.logName(id),

@@ -175,6 +175,11 @@ func (c *Coordinator) askAgent(ctx context.Context, text, resume string, log *md
 	if err != nil {
 		return attempt{}, err
 	}
+	// What the conversation wrote is on disk before an agent starts
+	// (mdstate.Project.FlushLater).
+	if err := c.p.Sync(); err != nil {
+		return attempt{}, err
+	}
 	started := c.opts.Now()
 	return runAgent(ctx, c.opts, request{
 		Prompt: prompt, Resume: resume,

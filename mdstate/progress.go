@@ -790,11 +790,51 @@ func (p *Project) settleFlush() error {
 	return nil
 }
 
-// Sync waits until the Project's last append is on disk and its journal
-// record retired, and says whether that flush failed. A write needs no
-// Sync to be durable (it is once it returns); a process that must know of
-// a failed flush before it exits calls it.
+// syncDirLater flushes the folder dir in the background (a save's, with
+// FlushLater).
+func (p *Project) syncDirLater(dir string) {
+	pf := &pendingFlush{done: make(chan struct{})}
+	p.mu.Lock()
+	prev := p.dirSync
+	p.dirSync = pf
+	p.mu.Unlock()
+	go func() {
+		defer close(pf.done)
+		var err error
+		if prev != nil {
+			<-prev.done
+			err = prev.err
+		}
+		pf.err = errors.Join(err, syncDir(dir))
+	}()
+}
+
+// settleDirSync waits for the last save's folder flush and returns its
+// failure.
+func (p *Project) settleDirSync() error {
+	p.mu.Lock()
+	pf := p.dirSync
+	p.dirSync = nil
+	p.mu.Unlock()
+	if pf == nil {
+		return nil
+	}
+	<-pf.done
+	if pf.err != nil {
+		return fmt.Errorf("flush the project's folder after a save: %w", pf.err)
+	}
+	return nil
+}
+
+// Sync waits until what the Project wrote is on disk: the last save's
+// folder flush, the last append's flush (and its journal record retired),
+// and says whether one failed. Without FlushLater there is nothing to wait
+// for. With it, an append is durable once it returns (its journal record
+// is), a save once Sync or the next write returns.
 func (p *Project) Sync() error {
+	if err := p.settleDirSync(); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	pending := p.flush != nil
 	p.mu.Unlock()

@@ -68,8 +68,12 @@ type Project struct {
 	SaveGrace time.Duration
 	// FlushLater lets an append to the progress log return once its
 	// journal record is durable, the log's own flush going on beside what
-	// follows (progress.go). A long-lived writer sets it, and calls Sync
-	// before it is done, so that it leaves the journal retired.
+	// follows (progress.go), and a checklist's save (one without a
+	// Record) return once its new version is swapped in, the folder's
+	// flush going on the same way. Sync waits for both; so does the next
+	// write. A long-lived writer sets it, and calls Sync before anything
+	// that must follow a durable write (an agent's start) and before it is
+	// done, so that it leaves the journal retired.
 	FlushLater bool
 
 	mu sync.Mutex
@@ -95,8 +99,9 @@ type Project struct {
 	entries entryMemo
 	index   indexMemo
 	// flush is the last append's flush, when it may not be over
-	// (progress.go, flushLater).
-	flush *pendingFlush
+	// (progress.go, flushLater); dirSync the last save's folder flush.
+	flush   *pendingFlush
+	dirSync *pendingFlush
 }
 
 // checklist parses data, or returns the parse of identical bytes.
@@ -217,7 +222,12 @@ func (p *Project) updateChecklist(kind Kind, rec *pendingRecord, fn func(e *Chec
 	}
 	s := p.newSave(kind.File, p.Path(kind.File), fi.Mode(), edit)
 	s.record = rec
-	if err := p.runSave(s, data, out); err != nil {
+	s.later = p.FlushLater && rec == nil
+	err = p.runSave(s, data, out)
+	if s.owed {
+		p.syncDirLater(filepath.Dir(s.path))
+	}
+	if err != nil {
 		return c, err
 	}
 	if err := rec.finish(); err != nil {
@@ -403,6 +413,9 @@ const leftoverScanEvery = time.Second
 // recoverLocked is Recover for a caller that holds the state lock, so no
 // other ralph is mid-write and every temporary file is a crash's leftover.
 func (p *Project) recoverLocked() error {
+	if err := p.settleDirSync(); err != nil {
+		return err
+	}
 	if p.dueForScan() {
 		for _, l := range p.leftovers() {
 			// One that cannot be kept (a full disk) stays where it is, for

@@ -150,6 +150,10 @@ type save struct {
 	record *pendingRecord
 	// spared is set once a replaced file is kept as the spare (spare.go).
 	spared bool
+	// later lets the folder's flush after a swap go on once the save is
+	// over (Project.FlushLater, a save without a record); owed says a
+	// swap left one to do.
+	later, owed bool
 }
 
 // replaced is a file a swap took out of place, open under its temporary
@@ -399,7 +403,7 @@ func (s *save) readReplaced(tmp string, ours, expected []byte) (got []byte, plac
 			return got, false, err
 		}
 	}
-	if err := s.syncDirs(); err != nil {
+	if err := s.syncFolder(); err != nil {
 		return nil, true, err
 	}
 	if r.data, err = s.settledFrom(r.data, nil, func() ([]byte, error) { return readAll(r.f) }, expected); err != nil {
@@ -559,6 +563,16 @@ func (s *save) unlinkHeld() error {
 		h.unlinked = true
 	}
 	return nil
+}
+
+// syncFolder flushes the folders after a swap (syncDirs), or leaves that
+// to the end of the save when it may go on later.
+func (s *save) syncFolder() error {
+	if s.later {
+		s.owed = true
+		return nil
+	}
+	return s.syncDirs()
 }
 
 // release closes the replaced files and returns err. After a failure,

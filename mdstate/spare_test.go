@@ -188,3 +188,36 @@ func TestRecordReusesItsSpare(t *testing.T) {
 		t.Errorf("temporary files left: %v", leftovers)
 	}
 }
+
+// With FlushLater a save returns once its version is swapped in and its
+// folder's flush goes on; Sync (or the next write) waits for it. A save
+// with a Record flushes both folders before it returns, as its ordering
+// rule says.
+func TestFlushLaterSave(t *testing.T) {
+	s := newSpareTest(t)
+	s.p.FlushLater = true
+	s.save()
+	pending := func() bool {
+		s.p.mu.Lock()
+		defer s.p.mu.Unlock()
+		return s.p.dirSync != nil
+	}
+	if !pending() {
+		t.Fatal("no folder flush left to Sync")
+	}
+	if err := s.p.Sync(); err != nil || pending() {
+		t.Fatalf("Sync: %v, still pending %v", err, pending())
+	}
+	s.save()
+	s.save() // the second save's write waited for the first's flush
+	if err := s.p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	rec := Record{Path: filepath.Join(s.dir, RuntimeDir, "report.json"), Data: []byte("{}\n"), Perm: 0o600}
+	if _, err := s.p.UpdateChecklistAfter(TasksKind, rec, func(e *ChecklistEdit) error { return e.SetStatus("T9", Done) }); err != nil {
+		t.Fatal(err)
+	}
+	if pending() {
+		t.Error("a save with a record left its folder flush for later")
+	}
+}
