@@ -737,12 +737,12 @@ func (p *Project) AppendProgress(e Entry) error {
 // The append is durable once its journal record is: a crash before the
 // log's own flush leaves the record, and recovery finishes the append from
 // it. So with Project.FlushLater the log is flushed after AppendProgress
-// returns, beside whatever
-// the caller does next, and the record is retired only once that flush is
-// done, under the state lock, and only if the journal still holds it (a
-// record of another process's is its own to retire). The Project's next
-// write (every one recovers first) waits for the flush and says if it
-// failed; so does Sync.
+// returns, beside whatever the caller does next, and the record is
+// retired only once that flush is done, under the state lock, and only if
+// the journal still holds it (a record of another process's is its own to
+// retire). The Project's next append waits for the flush and says if it
+// failed; so does Sync. Until then the record stays, and a recovery that
+// finds it (another process's write) flushes the log before it retires it.
 
 // pendingFlush is an append's flush in the background.
 type pendingFlush struct {
