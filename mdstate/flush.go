@@ -51,19 +51,28 @@ func (p *Project) flushPending() bool {
 // record if it is done, and returns its failure. The caller holds the
 // state lock.
 func (p *Project) settleFlush() error {
-	p.mu.Lock()
-	pf := p.flush
-	p.flush = nil
-	p.mu.Unlock()
+	pf := p.awaitFlush(&p.flush)
 	if pf == nil {
 		return nil
 	}
-	<-pf.done
 	if pf.err != nil {
 		return writeFailure(ProgressFile, "cannot flush the last entry (it is kept in "+filepath.Join(RuntimeDir, "progress.journal")+" and will be written again)", pf.err)
 	}
 	p.retireJournalIf(pf.record)
 	return nil
+}
+
+// awaitFlush takes the flush pending in *slot (p.flush or p.dirSync),
+// waits for it to be over and returns it; nil when none was pending.
+func (p *Project) awaitFlush(slot **pendingFlush) *pendingFlush {
+	p.mu.Lock()
+	pf := *slot
+	*slot = nil
+	p.mu.Unlock()
+	if pf != nil {
+		<-pf.done
+	}
+	return pf
 }
 
 // syncDirLater flushes the folder dir in the background (a save's, with
@@ -88,15 +97,7 @@ func (p *Project) syncDirLater(dir string) {
 // settleDirSync waits for the last save's folder flush and returns its
 // failure.
 func (p *Project) settleDirSync() error {
-	p.mu.Lock()
-	pf := p.dirSync
-	p.dirSync = nil
-	p.mu.Unlock()
-	if pf == nil {
-		return nil
-	}
-	<-pf.done
-	if pf.err != nil {
+	if pf := p.awaitFlush(&p.dirSync); pf != nil && pf.err != nil {
 		return fmt.Errorf("flush the project's folder after a save: %w", pf.err)
 	}
 	return nil
