@@ -457,8 +457,14 @@ func (a realAgent) testNoMarker(t *testing.T) {
 	}
 }
 
+// budgetTokens is testBudget's --max-tokens: room for a CLI's side calls
+// (a title, a route) and for its first command to run before the budget
+// stops it. At 600, codex in one CI run reached the budget before it had
+// run that command.
+const budgetTokens = "1500"
+
 // budgetNote is the note of a task whose agent a budget stopped.
-var budgetNote = regexp.MustCompile(`^stopped at \S+ in iteration 1: --max-tokens 600 reached$`)
+var budgetNote = regexp.MustCompile(`^stopped at \S+ in iteration 1: --max-tokens ` + budgetTokens + ` reached$`)
 
 // testBudget: an agent that never stops calling tools, its first call
 // starting a process that leaves the CLI's session: --max-tokens stops it
@@ -481,7 +487,7 @@ func (a realAgent) testBudget(t *testing.T) {
 			return writes(s)
 		}
 	})
-	r := a.run(t, dir, env, "--max-tokens", "600")
+	r := a.run(t, dir, env, "--max-tokens", budgetTokens)
 	if r.exit != 3 || !strings.Contains(r.stderr, "ralph: reached --max-tokens ") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.exit, r.stdout, r.stderr)
 	}
