@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -42,7 +43,7 @@ var demoWork = map[string]struct{ file, content, final string }{
 		"Added test.sh, which checks the greeting.\n<promise>COMPLETE</promise>"},
 }
 
-var currentTaskRe = lazyRegexp(`(?m)^## Current task\n\n(T\d+):`)
+var currentTaskRe = lazyre.New(`(?m)^## Current task\n\n(T\d+):`)
 
 // DemoAgent is the built-in scripted agent of `ralph demo`: for each task
 // of the sample project it streams a few lines, writes one file and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -341,7 +342,7 @@ func skippedNote(why giveUp, attempts int) string {
 	return fmt.Sprintf("; skipped after %d failed attempts", attempts)
 }
 
-var skippedAfterRe = lazyRegexp(`; skipped after [0-9]+ failed attempts$`)
+var skippedAfterRe = lazyre.New(`; skipped after [0-9]+ failed attempts$`)
 
 // gaveUp lists the skipped tasks ralph gave up on, by the note it left
 // (skippedNote): they keep a run from reporting "all done", also after a

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -112,8 +113,8 @@ var failureReasons = []string{
 }
 
 var (
-	countedRe     = lazyRegexp(`^(failed|blocked|interrupted) ([0-9]+) times, last at (\S+?)(: | )(.+)$`)
-	interruptedRe = lazyRegexp(`^interrupted at (\S+) (.+)$`)
+	countedRe     = lazyre.New(`^(failed|blocked|interrupted) ([0-9]+) times, last at (\S+?)(: | )(.+)$`)
+	interruptedRe = lazyre.New(`^interrupted at (\S+) (.+)$`)
 )
 
 // readNote reads a note countedNote wrote; a plain note a BLOCKED

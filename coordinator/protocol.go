@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"strings"
+
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 )
 
 // Protocol is the reporting protocol every child agent is told, appended to
@@ -55,11 +57,11 @@ type AgentReport struct {
 }
 
 var (
-	promiseRe  = lazyRegexp(`(?s)<promise>\s*(.*?)\s*</promise>`)
-	learningRe = lazyRegexp(`(?s)<learning>\s*(.*?)\s*</learning>`)
-	todoRe     = lazyRegexp(`(?s)<todo>\s*(.*?)\s*</todo>`)
-	decisionRe = lazyRegexp(`(?s)<decision>\s*(.*?)\s*</decision>`)
-	anyTagRe   = lazyRegexp(`(?s)<(promise|learning|todo|decision)>.*?</(promise|learning|todo|decision)>`)
+	promiseRe  = lazyre.New(`(?s)<promise>\s*(.*?)\s*</promise>`)
+	learningRe = lazyre.New(`(?s)<learning>\s*(.*?)\s*</learning>`)
+	todoRe     = lazyre.New(`(?s)<todo>\s*(.*?)\s*</todo>`)
+	decisionRe = lazyre.New(`(?s)<decision>\s*(.*?)\s*</decision>`)
+	anyTagRe   = lazyre.New(`(?s)<(promise|learning|todo|decision)>.*?</(promise|learning|todo|decision)>`)
 )
 
 // ParseReport reads an agent's final message. The last promise counts, and

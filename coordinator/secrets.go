@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 )
 
 // Redacted is what replaces a secret in everything ralph writes from an
@@ -22,11 +24,11 @@ const Redacted = "[redacted]"
 const minSecretLen = 8
 
 // secretNameRe matches the names of variables that hold secrets.
-var secretNameRe = lazyRegexp(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD)`)
+var secretNameRe = lazyre.New(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD)`)
 
 // notSecretName matches names that say key or token but hold a path or a
 // git configuration key (GIT_CONFIG_KEY_0=init.defaultBranch), not one.
-var notSecretName = lazyRegexp(`(?i)(_(PATH|FILE|DIR)$|^GIT_CONFIG_KEY_[0-9]+$)`)
+var notSecretName = lazyre.New(`(?i)(_(PATH|FILE|DIR)$|^GIT_CONFIG_KEY_[0-9]+$)`)
 
 // tokenShapes are the shapes of well-known tokens, redacted wherever
 // they come from: OpenAI and Anthropic keys (sk-…), GitHub tokens (ghp_…,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
@@ -396,16 +397,16 @@ func codexFileChanges(it *codexItem) string {
 
 // codexRetry is the error line codex prints while it retries a model
 // request: "Reconnecting... 1/5 (the reason)".
-var codexRetry = lazyRegexp(`^Reconnecting\.\.\. (\d+)/(\d+)(?: \((.*)\))?$`)
+var codexRetry = lazyre.New(`^Reconnecting\.\.\. (\d+)/(\d+)(?: \((.*)\))?$`)
 
 // codexWait is a wait the API asked for ("try again in 20s"), which codex
 // honours before its retry.
-var codexWait = lazyRegexp(`(?i)try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|seconds?)\b`)
+var codexWait = lazyre.New(`(?i)try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|seconds?)\b`)
 
 // codexStatus is an HTTP status in codex's error messages: "exceeded retry
 // limit, last status: 429 Too Many Requests", "unexpected status 401
 // Unauthorized: …".
-var codexStatus = lazyRegexp(`(?:last status:|unexpected status) (\d{3})\b`)
+var codexStatus = lazyre.New(`(?:last status:|unexpected status) (\d{3})\b`)
 
 func (s *codexStream) errorLine(msg string) {
 	m := codexRetry().FindStringSubmatch(msg)
@@ -525,7 +526,7 @@ func classifyCodex(msg string, now time.Time) (kind ErrorKind, status int, reset
 
 // codexTryAgainAt is codex's usage-limit reset, in local time: "Try again
 // at 3:20 PM." today, "Try again at Nov 24th, 2026 3:20 PM." another day.
-var codexTryAgainAt = lazyRegexp(`(?i)try again at (?:([a-z]{3}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) )?(\d{1,2}):(\d{2}) ([ap]m)`)
+var codexTryAgainAt = lazyre.New(`(?i)try again at (?:([a-z]{3}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) )?(\d{1,2}):(\d{2}) ([ap]m)`)
 
 // codexResetAt finds when a limit resets in codex's message, in now's
 // location; the zero time when it names none.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
@@ -414,12 +415,12 @@ const (
 var (
 	// geminiCodeJSON is the HTTP status in an API error body quoted in a
 	// message: {"error":{"code":500,…}}.
-	geminiCodeJSON = lazyRegexp(`"code"\s*:\s*(\d{3})\b`)
+	geminiCodeJSON = lazyre.New(`"code"\s*:\s*(\d{3})\b`)
 	// geminiStatusWord is the API's status word in a message.
-	geminiStatusWord = lazyRegexp(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|UNAUTHENTICATED|PERMISSION_DENIED|NOT_FOUND|DEADLINE_EXCEEDED)\b`)
+	geminiStatusWord = lazyre.New(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|INTERNAL|INVALID_ARGUMENT|UNAUTHENTICATED|PERMISSION_DENIED|NOT_FOUND|DEADLINE_EXCEEDED)\b`)
 	// geminiRetryIn is how the CLI quotes the API's retry delay: "Please
 	// retry in 30.5s", "Suggested retry after 30s".
-	geminiRetryIn = lazyRegexp(`(?i)retry (?:in|after) (\d+(?:\.\d+)?)s\b`)
+	geminiRetryIn = lazyre.New(`(?i)retry (?:in|after) (\d+(?:\.\d+)?)s\b`)
 )
 
 var geminiStatusCodes = map[string]int{

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
@@ -404,7 +405,7 @@ func (s *opencodeStream) noAnswer(r *Result, end childEnd) {
 
 // ansiEscape matches the colour codes opencode puts in its notices on
 // stderr ("! permission requested: …; auto-rejecting").
-var ansiEscape = lazyRegexp(`\x1b\[[0-9;]*[A-Za-z]`)
+var ansiEscape = lazyre.New(`\x1b\[[0-9;]*[A-Za-z]`)
 
 // headerRetryAt is when the server said to come back (retry-after-ms, or
 // retry-after in seconds or as a date); the zero time when it did not, or

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"strings"
+
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 )
 
 // This file is ralph's one price table. It serves a single purpose: while
@@ -75,7 +77,7 @@ var families = []struct {
 
 // dateSuffix is an API name's snapshot date ("-20250929"). A context
 // marker Claude Code appends ("claude-opus-4-6[1m]") is cut off first.
-var dateSuffix = lazyRegexp(`-\d{8}$`)
+var dateSuffix = lazyre.New(`-\d{8}$`)
 
 // PriceOf returns model's price, and false when neither the table nor a
 // family knows it.

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/internal/lazyre"
 )
 
 // Usage limits (subscription plans) are reported as text, in wordings that
@@ -31,7 +33,7 @@ func usageLimitText(s string) bool {
 
 // usageLimitPrefix matches a result text that is nothing but the CLI's own
 // usage-limit notice.
-var usageLimitPrefix = lazyRegexp(`(?i)^(claude( ai)? usage limit reached|you['’]ve hit your (usage )?limit|(5-hour|weekly|opus weekly|session) limit reached|limit reached\s*[·∙•])`)
+var usageLimitPrefix = lazyre.New(`(?i)^(claude( ai)? usage limit reached|you['’]ve hit your (usage )?limit|(5-hour|weekly|opus weekly|session) limit reached|limit reached\s*[·∙•])`)
 
 // usageLimitMessage is the strict test, for results that do not say
 // is_error: a short text that starts like the CLI's notice. An agent's
@@ -42,11 +44,11 @@ func usageLimitMessage(s string) bool {
 }
 
 var (
-	resetEpoch    = lazyRegexp(`limit reached\|(\d{9,11})\b`)
-	resetISO      = lazyRegexp(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})`)
-	resetIn       = lazyRegexp(`(?i)(?:resets?|try again) in ((?:\d+\s*[a-z]+[\s,]*(?:and\s+)?)+)`)
-	resetInPart   = lazyRegexp(`(?i)(\d+)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
-	resetClock    = lazyRegexp(`(?i)resets?\s+(?:at\s+|on\s+)?(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([^)]+)\))?`)
+	resetEpoch    = lazyre.New(`limit reached\|(\d{9,11})\b`)
+	resetISO      = lazyre.New(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})`)
+	resetIn       = lazyre.New(`(?i)(?:resets?|try again) in ((?:\d+\s*[a-z]+[\s,]*(?:and\s+)?)+)`)
+	resetInPart   = lazyre.New(`(?i)(\d+)\s*(hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	resetClock    = lazyre.New(`(?i)resets?\s+(?:at\s+|on\s+)?(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([^)]+)\))?`)
 	monthsByAbbr  = map[string]time.Month{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}
 	layoutsForISO = []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00", "2006-01-02 15:04:05Z07:00", "2006-01-02T15:04:05Z0700", "2006-01-02 15:04Z07:00"}
 )
