@@ -42,7 +42,6 @@ type treeEntry struct {
 
 // treeObj is a decoded tree: its entries in git's order.
 type treeObj struct {
-	hash    plumbing.Hash
 	entries []treeEntry
 }
 
@@ -148,7 +147,7 @@ func parseZone(z []byte) (int, bool) {
 // parseTree decodes a tree object's content: entries of "mode name\0"
 // followed by the 20-byte object name.
 func parseTree(h plumbing.Hash, data []byte) (*treeObj, error) {
-	t := &treeObj{hash: h}
+	t := &treeObj{}
 	for len(data) > 0 {
 		sp := bytes.IndexByte(data, ' ')
 		if sp < 0 {

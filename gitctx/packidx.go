@@ -16,7 +16,6 @@ import (
 // memory and searched where it lies, as git does: opening one costs the
 // same whatever the number of objects.
 type packIndex struct {
-	data   []byte // the whole file
 	unmap  func() error
 	fanout []byte // 256 big-endian counts
 	names  []byte // n sorted 20-byte names
@@ -54,7 +53,7 @@ func parsePackIndex(data []byte, sum string) (*packIndex, error) {
 	if len(data) < idxHeaderLen+idxFanoutLen+2*hashLen || !bytes.Equal(data[:idxHeaderLen], idxMagic) {
 		return nil, errors.New("not a version 2 pack index")
 	}
-	x := &packIndex{data: data, fanout: data[idxHeaderLen : idxHeaderLen+idxFanoutLen]}
+	x := &packIndex{fanout: data[idxHeaderLen : idxHeaderLen+idxFanoutLen]}
 	prev := uint32(0)
 	for i := range 256 {
 		v := binary.BigEndian.Uint32(x.fanout[4*i:])
@@ -87,7 +86,7 @@ func (x *packIndex) close() error {
 		return nil
 	}
 	err := x.unmap()
-	x.unmap, x.data, x.names, x.off32, x.off64, x.fanout = nil, nil, nil, nil, nil, nil
+	x.unmap, x.names, x.off32, x.off64, x.fanout = nil, nil, nil, nil, nil
 	return err
 }
 

@@ -18,14 +18,9 @@ import (
 // has it), the whole line. Dropping the same note twice in one edit
 // removes it once.
 func (e *ChecklistEdit) DropNote(id string, i int) error {
-	k, err := e.index(id)
+	k, _, notes, err := e.noteAt(id, i)
 	if err != nil {
 		return err
-	}
-	it := &e.c.Items[k]
-	notes := metaLines(it, "note")
-	if i < 0 || i >= len(notes) {
-		return fmt.Errorf("%s has no note %d", it.ID, i+1)
 	}
 	m := notes[i]
 	if e.drops(m.Span) {
@@ -37,19 +32,28 @@ func (e *ChecklistEdit) DropNote(id string, i int) error {
 	return nil
 }
 
+// noteAt finds the item id and its note lines, and checks that it has an
+// i-th note.
+func (e *ChecklistEdit) noteAt(id string, i int) (k int, it *Item, notes []Meta, err error) {
+	if k, err = e.index(id); err != nil {
+		return 0, nil, nil, err
+	}
+	it = &e.c.Items[k]
+	notes = metaLines(it, "note")
+	if i < 0 || i >= len(notes) {
+		return 0, nil, nil, fmt.Errorf("%s has no note %d", it.ID, i+1)
+	}
+	return k, it, notes, nil
+}
+
 // ReplaceNote rewrites the item's i-th note (Notes[i] of the item as the
 // file has it) in place with text: the note's words, on one line, and
 // nothing else of its line. It does not go with DropNote of the same note,
 // nor with a second ReplaceNote of it, in one edit.
 func (e *ChecklistEdit) ReplaceNote(id string, i int, text string) error {
-	k, err := e.index(id)
+	k, it, notes, err := e.noteAt(id, i)
 	if err != nil {
 		return err
-	}
-	it := &e.c.Items[k]
-	notes := metaLines(it, "note")
-	if i < 0 || i >= len(notes) {
-		return fmt.Errorf("%s has no note %d", it.ID, i+1)
 	}
 	text = cleanLine(text)
 	m := notes[i]

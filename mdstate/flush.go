@@ -36,7 +36,7 @@ func (p *Project) flushLater(f *os.File, record []byte) {
 	p.mu.Unlock()
 	go func() {
 		defer close(pf.done)
-		pf.err = errors.Join(nosync(f), f.Close())
+		pf.err = errors.Join(f.Sync(), f.Close())
 	}()
 }
 

@@ -535,7 +535,7 @@ func (p *Project) AppendProgress(e Entry) error {
 		p.flushLater(f, []byte(journalHeader(size, text)))
 		return nil
 	}
-	if err := nosync(f); err != nil {
+	if err := f.Sync(); err != nil {
 		return writeFailure(ProgressFile, "cannot append", err)
 	}
 	p.retireJournal()
@@ -619,7 +619,7 @@ func (p *Project) writeJournal(off int64, text []byte) error {
 	var wg sync.WaitGroup
 	var derr error
 	wg.Go(func() { derr = syncDir(dir) })
-	err = nosync(f)
+	err = f.Sync()
 	wg.Wait()
 	return errors.Join(err, derr, f.Close())
 }
@@ -724,7 +724,7 @@ func (p *Project) recoverJournal() error {
 	case off <= size && bytes.Equal(have, text):
 		// The append landed whole. Its writer may not have flushed it
 		// yet (Project.FlushLater), and the record is retired below.
-		if err := nosync(f); err != nil {
+		if err := f.Sync(); err != nil {
 			return err
 		}
 	case off <= size && size == off+int64(len(have)) && bytes.HasPrefix(text, have):
@@ -732,7 +732,7 @@ func (p *Project) recoverJournal() error {
 		if _, err := f.WriteAt(text[len(have):], size); err != nil {
 			return err
 		}
-		if err := nosync(f); err != nil {
+		if err := f.Sync(); err != nil {
 			return err
 		}
 		p.noteAppend(f, off+int64(len(text)))
@@ -749,7 +749,7 @@ func (p *Project) recoverJournal() error {
 			if _, err := f.WriteAt(text, size); err != nil {
 				return err
 			}
-			if err := nosync(f); err != nil {
+			if err := f.Sync(); err != nil {
 				return err
 			}
 			p.noteAppend(f, size+int64(len(text)))

@@ -341,7 +341,7 @@ func writeTemp(path string, data []byte, perm fs.FileMode) (tmp string, fi fs.Fi
 	if err = f.Chmod(perm.Perm()); err != nil {
 		return "", nil, err
 	}
-	if err = nosync(f); err != nil {
+	if err = f.Sync(); err != nil {
 		return "", nil, err
 	}
 	if fi, err = f.Stat(); err != nil {
@@ -379,7 +379,7 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	if err := nosync(d); err != nil && !errors.Is(err, fs.ErrInvalid) {
+	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
 		return err
 	}
 	return nil
@@ -724,13 +724,4 @@ func (p *Project) ChangedSinceOwnWrite(name string) (changed, ok bool, err error
 		return false, true, fmt.Errorf("read %s: %w", name, err)
 	}
 	return sum != w.sum, true, nil
-}
-
-var noSync = os.Getenv("RALPH_NOSYNC") != ""
-
-func nosync(f *os.File) error {
-	if noSync {
-		return nil
-	}
-	return f.Sync()
 }
