@@ -71,8 +71,8 @@ func (c completer) ids(k mdstate.Kind) []string {
 	if err != nil {
 		return nil
 	}
-	ids := make([]string, 0, len(list.Items))
-	for _, it := range list.Items {
+	ids := make([]string, 0, list.Len())
+	for _, it := range list.All() {
 		if !it.Provisional {
 			ids = append(ids, it.ID)
 		}

@@ -50,7 +50,7 @@ func writeGoals(b *strings.Builder, goals *mdstate.Checklist) {
 		return
 	}
 	var open []string
-	for _, g := range goals.Items {
+	for _, g := range goals.All() {
 		if g.Status != mdstate.Done && g.Status != mdstate.Skipped {
 			open = append(open, g.Title)
 		}
@@ -71,7 +71,7 @@ func writeTasks(b *strings.Builder, tasks *mdstate.Checklist) {
 		return
 	}
 	c := tasks.Counts()
-	fmt.Fprintf(b, "  tasks      %d: %d pending, %d in progress, %d done, %d blocked, %d skipped\n", len(tasks.Items),
+	fmt.Fprintf(b, "  tasks      %d: %d pending, %d in progress, %d done, %d blocked, %d skipped\n", tasks.Len(),
 		c[mdstate.Pending], c[mdstate.InProgress], c[mdstate.Done], c[mdstate.Blocked], c[mdstate.Skipped])
 	if n := tasks.Next(); n != nil {
 		fmt.Fprintf(b, "  next       %s: %s\n", n.ID, n.Title)

@@ -69,7 +69,7 @@ func TestAgentTextRepaired(t *testing.T) {
 		t.Errorf("AGENT.md: %+v, %v", a, err)
 	}
 	todos, err := p.LoadChecklist(mdstate.TodoKind)
-	if err != nil || len(todos.Items) != 1 || todos.Items[0].Title != "to\uFFFDdo" {
+	if err != nil || len(todos.Items()) != 1 || todos.Items()[0].Title != "to\uFFFDdo" {
 		t.Errorf("RALPH_TODO.md: %v", err)
 	}
 	e := log.Recent[0]

@@ -25,7 +25,7 @@ func TestWriteDemoProject(t *testing.T) {
 		checkFile(t, filepath.Join(dir, name), want)
 	}
 	tasks, err := mdstate.Open(dir).LoadChecklist(mdstate.TasksKind)
-	if err != nil || len(tasks.Items) != 3 || len(tasks.Warnings) != 0 {
+	if err != nil || len(tasks.Items()) != 3 || len(tasks.Warnings) != 0 {
 		t.Fatalf("the demo's tasks: %+v, %v", tasks, err)
 	}
 

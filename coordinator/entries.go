@@ -349,7 +349,7 @@ var skippedAfterRe = lazyre.New(`; skipped after [0-9]+ failed attempts$`)
 // restart. A task a person skipped does not count.
 func gaveUp(tasks *mdstate.Checklist) []string {
 	var ids []string
-	for _, t := range tasks.Items {
+	for _, t := range tasks.All() {
 		if t.Status != mdstate.Skipped || len(t.Notes) == 0 {
 			continue
 		}

@@ -67,7 +67,7 @@ func TestReportFinishedOnRecovery(t *testing.T) {
 		t.Errorf("learnings %+v, %v", a.Learnings, err)
 	}
 	todos, err := p.LoadChecklist(mdstate.TodoKind)
-	if err != nil || len(todos.Items) != 1 || todos.Items[0].Title != "Price the cart." {
+	if err != nil || len(todos.Items()) != 1 || todos.Items()[0].Title != "Price the cart." {
 		t.Errorf("to-dos %+v, %v", todos, err)
 	}
 	tasks, _, log := loadState(t, dir)
@@ -127,7 +127,7 @@ func TestFileReportTwice(t *testing.T) {
 		t.Errorf("learnings %+v, %v", a, err)
 	}
 	todos, err := p.LoadChecklist(mdstate.TodoKind)
-	if err != nil || len(todos.Items) != 2 {
-		t.Errorf("to-dos %+v, %v", todos.Items, err)
+	if err != nil || len(todos.Items()) != 2 {
+		t.Errorf("to-dos %+v, %v", todos.Items(), err)
 	}
 }

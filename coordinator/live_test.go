@@ -152,7 +152,7 @@ func TestOlderCopyDoesNotMakeRalphForget(t *testing.T) {
 		t.Errorf("%d iteration entries, want 3", log.Entries)
 	}
 	todos, err := mdstate.Open(dir).LoadChecklist(mdstate.TodoKind)
-	if err != nil || len(todos.Items) != 3 {
+	if err != nil || len(todos.Items()) != 3 {
 		t.Errorf("to-dos %v: %+v", err, todos)
 	}
 	notices := 0

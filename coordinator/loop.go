@@ -299,14 +299,15 @@ func (c *Coordinator) pick(tasks *mdstate.Checklist) (*mdstate.Item, *Outcome) {
 		}
 		return t, nil
 	}
-	ready := tasks.Ready()
-	for _, t := range ready {
-		if t.ID == c.pace.retry {
-			return t, nil
+	if c.pace.retry != "" {
+		for t := range tasks.EachReady() {
+			if t.ID == c.pace.retry {
+				return t, nil
+			}
 		}
 	}
-	if len(ready) > 0 {
-		return ready[0], nil
+	if t := tasks.Next(); t != nil {
+		return t, nil
 	}
 	return nil, noneReady(tasks, c.skippedBefore)
 }
@@ -389,7 +390,7 @@ func waitingOnSkipped(tasks *mdstate.Checklist) []waitOnSkip {
 		return ""
 	}
 	var waits []waitOnSkip
-	for _, t := range tasks.Items {
+	for _, t := range tasks.All() {
 		if t.Status != mdstate.Pending {
 			continue
 		}

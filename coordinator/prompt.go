@@ -86,7 +86,7 @@ func budgetBytes(budget int) int {
 func (r *Report) goalsBlock() block {
 	var goals []string
 	if g := r.State.Goals; g != nil {
-		for _, it := range g.Items {
+		for _, it := range g.All() {
 			if it.Status != mdstate.Done && it.Status != mdstate.Skipped {
 				goals = append(goals, "- "+it.ID+": "+it.Title)
 			}
@@ -189,20 +189,22 @@ func (r *Report) otherTasksBlock(cur *mdstate.Item, limit int) []block {
 		bl.items = append(bl.items, it)
 		size += itemSize(it)
 	}
-	ready := tasks.Ready()
-	isReady := make(map[*mdstate.Item]bool, len(ready))
-	for _, t := range ready {
+	var readyIDs []string
+	for t := range tasks.EachReady() {
 		if full() {
 			return []block{bl}
 		}
-		isReady[t] = true
+		readyIDs = append(readyIDs, t.ID)
 		if cur == nil || t.ID != cur.ID {
 			add("- " + t.ID + " (ready): " + t.Title)
 		}
 	}
+	isReady := make(map[string]bool, len(readyIDs))
+	for _, id := range readyIDs {
+		isReady[id] = true
+	}
 	var waiting []*mdstate.Item
-	for i := range tasks.Items {
-		t := &tasks.Items[i]
+	for _, t := range tasks.All() {
 		if cur != nil && t.ID == cur.ID {
 			continue
 		}
@@ -212,7 +214,7 @@ func (r *Report) otherTasksBlock(cur *mdstate.Item, limit int) []block {
 				return []block{bl}
 			}
 			add("- " + t.ID + " (" + strings.ReplaceAll(string(t.Status), "_", " ") + "): " + t.Title)
-		case t.Status == mdstate.Pending && !isReady[t]:
+		case t.Status == mdstate.Pending && !isReady[t.ID]:
 			// Pending but waiting: often for the current task, which is
 			// worth knowing while working on it.
 			waiting = append(waiting, t)
@@ -258,7 +260,7 @@ func (r *Report) todosBlock() []block {
 		return nil
 	}
 	var items []string
-	for _, t := range todos.Items {
+	for _, t := range todos.All() {
 		if t.Status != mdstate.Done && t.Status != mdstate.Skipped {
 			items = append(items, "- "+t.ID+": "+t.Title)
 		}

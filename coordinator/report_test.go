@@ -64,7 +64,7 @@ func TestBuildReportNoGit(t *testing.T) {
 	if !slices.Equal(r.Problems, []string{NoGitProblem}) {
 		t.Errorf("Problems = %q", r.Problems)
 	}
-	if r.State.Tasks == nil || len(r.State.Tasks.Items) != 2 {
+	if r.State.Tasks == nil || len(r.State.Tasks.Items()) != 2 {
 		t.Fatalf("the state was not read: %+v", r.State.Tasks)
 	}
 	if r.Project == nil || len(r.Project.Types) == 0 || r.Project.Types[0].Name != "go" {
@@ -103,7 +103,7 @@ func TestBuildReportCorruptRepo(t *testing.T) {
 			if len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "looks corrupt") {
 				t.Errorf("Problems = %q, want one saying the repository looks corrupt", r.Problems)
 			}
-			if r.State.Tasks == nil || len(r.State.Tasks.Items) != 2 {
+			if r.State.Tasks == nil || len(r.State.Tasks.Items()) != 2 {
 				t.Errorf("the state was not read")
 			}
 		})

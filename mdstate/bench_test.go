@@ -93,8 +93,8 @@ func BenchmarkLoadBig(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if st.Progress.Entries != 100_000 || len(st.Tasks.Items) != 1000 {
-			b.Fatalf("read %d entries, %d tasks", st.Progress.Entries, len(st.Tasks.Items))
+		if st.Progress.Entries != 100_000 || len(st.Tasks.Items()) != 1000 {
+			b.Fatalf("read %d entries, %d tasks", st.Progress.Entries, len(st.Tasks.Items()))
 		}
 	}
 }
@@ -260,7 +260,7 @@ func BenchmarkCoordinatorEdit(b *testing.B) {
 		}
 		readyIDs := func(c *mdstate.Checklist) []string {
 			var ids []string
-			for _, it := range c.Items {
+			for _, it := range c.Items() {
 				if it.Status == mdstate.Pending {
 					ids = append(ids, it.ID)
 				}

@@ -3,10 +3,13 @@ package mdstate
 import (
 	"bytes"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/yuin/goldmark/ast"
 )
@@ -138,8 +141,18 @@ var (
 // Checklist is a parsed checklist file.
 type Checklist struct {
 	Kind     Kind
-	Items    []Item
 	Warnings []Warning
+
+	// items are the items in file order (Len, Item, All, Items), unless
+	// the checklist is a version that shares its items with others:
+	// then shared has them, and flatItems is their copy once Items asks
+	// for it (items.go).
+	items     []Item
+	shared    *sharedItems
+	flatOnce  sync.Once
+	flatItems []Item
+	// provisional is set when an item has no ID written.
+	provisional bool
 
 	src *source
 	md  *parsed
@@ -172,8 +185,9 @@ type Checklist struct {
 	// ids finds an item by ID; a reparse whose items keep their IDs and
 	// order shares it.
 	ids *itemIndex
-	// ready holds Ready's answer (ready.go).
-	ready readyList
+	// ready holds Ready's answer (ready.go), counts Counts'.
+	ready  readyList
+	counts statusTally
 }
 
 // itemIndex maps each ID to the first item with it, built on first use.
@@ -182,20 +196,18 @@ type itemIndex struct {
 	at   map[string]int
 }
 
-// find returns the index of the item with the (normalized) ID, or -1.
-func (x *itemIndex) find(items []Item, id string) int {
+// find returns the index of the item of c with the (normalized) ID, or
+// -1. The versions that share the index have the same IDs.
+func (x *itemIndex) find(c *Checklist, id string) int {
 	x.once.Do(func() {
-		x.at = make(map[string]int, len(items))
-		for i := range items {
-			if _, dup := x.at[items[i].ID]; !dup {
-				x.at[items[i].ID] = i
+		x.at = make(map[string]int, c.Len())
+		for i := range c.Len() {
+			if id := c.content(i).ID; x.at[id] == 0 {
+				x.at[id] = i + 1
 			}
 		}
 	})
-	if i, ok := x.at[id]; ok {
-		return i
-	}
-	return -1
+	return x.at[id] - 1
 }
 
 // Source returns the bytes the checklist was parsed from.
@@ -206,7 +218,7 @@ func (c *Checklist) Source() []byte { return c.src.src }
 // 10,000 tasks.
 func (c *Checklist) Find(id string) *Item {
 	if i := c.indexOf(normID(id)); i >= 0 {
-		return &c.Items[i]
+		return c.Item(i)
 	}
 	return nil
 }
@@ -215,14 +227,14 @@ func (c *Checklist) Find(id string) *Item {
 // -1. A Checklist built by hand (a test's) has no index: it scans.
 func (c *Checklist) indexOf(id string) int {
 	if c.ids == nil {
-		for i := range c.Items {
-			if c.Items[i].ID == id {
+		for i := range c.Len() {
+			if c.content(i).ID == id {
 				return i
 			}
 		}
 		return -1
 	}
-	return c.ids.find(c.Items, id)
+	return c.ids.find(c, id)
 }
 
 // metaKeys are the keys ralph reads from "- key: value" lines. Other
@@ -330,7 +342,7 @@ func parseChecklist(kind Kind, s *source) *Checklist {
 	c.mdBase = c.md.base
 	// Every checkbox holds a '[': enough room, and no regrowing of a slice
 	// of large Items on a 1,000-task file.
-	c.Items = make([]Item, 0, bytes.Count(s.src, []byte{'['}))
+	c.items = make([]Item, 0, bytes.Count(s.src, []byte{'['}))
 	c.paraStarts = paragraphStarts(c.md, nil)
 	c.walk(c.md.doc, 0, nil)
 	c.paraStarts = nil
@@ -553,7 +565,7 @@ func (c *Checklist) item(li *ast.ListItem, depth int, topLevel bool) bool {
 	it.paraAtMeta = c.paraStarts[s.skipBlanks(it.metaAt)]
 	it.Body = c.body(it.Span, excluded, len(indent))
 	c.applyMeta(&it)
-	c.Items = append(c.Items, it)
+	c.items = append(c.items, it)
 	return true
 }
 
@@ -691,8 +703,8 @@ func (c *Checklist) applyMeta(it *Item) {
 func (c *Checklist) assignIDs() {
 	next := 1
 	seen := map[string]int{}
-	for i := range c.Items {
-		it := &c.Items[i]
+	for i := range c.items {
+		it := &c.items[i]
 		if it.ID == "" {
 			continue
 		}
@@ -700,8 +712,8 @@ func (c *Checklist) assignIDs() {
 			next = n + 1
 		}
 	}
-	for i := range c.Items {
-		it := &c.Items[i]
+	for i := range c.items {
+		it := &c.items[i]
 		if it.ID != "" {
 			if first, dup := seen[it.ID]; dup {
 				c.warn(it.Line, "%s repeats the ID of line %d; ralph will renumber this one to %s%d", it.ID, first, c.Kind.Prefix, next)
@@ -714,6 +726,7 @@ func (c *Checklist) assignIDs() {
 		}
 		it.ID = c.Kind.Prefix + strconv.Itoa(next)
 		it.Provisional = true
+		c.provisional = true
 		seen[it.ID] = it.Line
 		next++
 	}
@@ -722,10 +735,10 @@ func (c *Checklist) assignIDs() {
 // checkDeps warns about dependencies on unknown tasks and about cycles.
 func (c *Checklist) checkDeps() {
 	idx := map[string]int{}
-	for i, it := range c.Items {
+	for i, it := range c.items {
 		idx[it.ID] = i
 	}
-	for _, it := range c.Items {
+	for _, it := range c.items {
 		for _, ref := range it.After {
 			if _, ok := idx[ref]; !ok {
 				c.warn(it.Line, "%s waits for %s, which is not in this file; fix or remove the `after:` line (until then %s will not run)", it.ID, ref, it.ID)
@@ -738,13 +751,13 @@ func (c *Checklist) checkDeps() {
 		grey
 		black
 	)
-	colour := make([]int, len(c.Items))
+	colour := make([]int, len(c.items))
 	var stack []int
 	var visit func(i int)
 	visit = func(i int) {
 		colour[i] = grey
 		stack = append(stack, i)
-		for _, ref := range c.Items[i].After {
+		for _, ref := range c.items[i].After {
 			j, ok := idx[ref]
 			if !ok {
 				continue
@@ -756,16 +769,16 @@ func (c *Checklist) checkDeps() {
 				k := slices.Index(stack, j)
 				var path []string
 				for _, s := range stack[k:] {
-					path = append(path, c.Items[s].ID)
+					path = append(path, c.items[s].ID)
 				}
-				path = append(path, c.Items[j].ID)
-				c.warn(c.Items[j].Line, "dependency cycle %s; remove one of these `after:` lines (none of them can run until then)", strings.Join(path, " → "))
+				path = append(path, c.items[j].ID)
+				c.warn(c.items[j].Line, "dependency cycle %s; remove one of these `after:` lines (none of them can run until then)", strings.Join(path, " → "))
 			}
 		}
 		stack = stack[:len(stack)-1]
 		colour[i] = black
 	}
-	for i := range c.Items {
+	for i := range c.items {
 		if colour[i] == white {
 			visit(i)
 		}
@@ -779,9 +792,21 @@ func (c *Checklist) Ready() []*Item {
 	idx := c.readyIndexes()
 	out := make([]*Item, len(idx))
 	for k, i := range idx {
-		out[k] = &c.Items[i]
+		out[k] = c.Item(i)
 	}
 	return out
+}
+
+// EachReady yields what Ready returns, one at a time: a look at the first
+// few costs nothing for the rest.
+func (c *Checklist) EachReady() iter.Seq[*Item] {
+	return func(yield func(*Item) bool) {
+		for _, i := range c.readyIndexes() {
+			if !yield(c.Item(i)) {
+				return
+			}
+		}
+	}
 }
 
 // depsDone reports whether every task it waits for is done. Of two items
@@ -789,7 +814,7 @@ func (c *Checklist) Ready() []*Item {
 // one the ID names.
 func (c *Checklist) depsDone(it *Item) bool {
 	for _, ref := range it.After {
-		if i := c.indexOf(ref); i < 0 || c.Items[i].Status != Done {
+		if i := c.indexOf(ref); i < 0 || c.content(i).Status != Done {
 			return false
 		}
 	}
@@ -798,21 +823,56 @@ func (c *Checklist) depsDone(it *Item) bool {
 
 // Next returns the task ralph would run next, or nil.
 func (c *Checklist) Next() *Item {
-	if r := c.Ready(); len(r) > 0 {
-		return r[0]
+	if r := c.readyIndexes(); len(r) > 0 {
+		return c.Item(r[0])
 	}
 	return nil
 }
 
 // Counts returns how many items have each status.
-func (c *Checklist) Counts() map[Status]int {
+func (c *Checklist) Counts() map[Status]int { return maps.Clone(c.tally()) }
+
+// statusTally is Counts' answer, worked out once per version. A version
+// an edit made (reparse) works it out from the answer of the version it
+// was made from, where that has one: only the items in changed can have
+// another status.
+type statusTally struct {
+	once    sync.Once
+	done    atomic.Bool
+	n       map[Status]int
+	from    *Checklist
+	changed []int
+}
+
+func (c *Checklist) tally() map[Status]int {
+	t := &c.counts
+	t.once.Do(func() {
+		if f := t.from; f != nil && f.counts.done.Load() {
+			t.n = maps.Clone(f.counts.n)
+			for _, i := range t.changed {
+				t.n[f.content(i).Status]--
+				t.n[c.content(i).Status]++
+			}
+			maps.DeleteFunc(t.n, func(_ Status, n int) bool { return n == 0 })
+		} else {
+			t.n = c.countAll()
+		}
+		t.from, t.changed = nil, nil
+		t.done.Store(true)
+	})
+	return t.n
+}
+
+// countAll counts every item's status.
+func (c *Checklist) countAll() map[Status]int {
 	var n [len(boxOrder)]int
 	other := map[Status]int{}
-	for i := range c.Items {
-		if k := statusIndex(c.Items[i].Status); k >= 0 {
+	for i := range c.Len() {
+		st := c.content(i).Status
+		if k := statusIndex(st); k >= 0 {
 			n[k]++
 		} else {
-			other[c.Items[i].Status]++
+			other[st]++
 		}
 	}
 	for k, st := range boxOrder {

@@ -60,9 +60,9 @@ func (c *Checklist) FindSame(text string) *Item {
 	if key == "" {
 		return nil
 	}
-	for i := range c.Items {
-		if SameKey(c.Items[i].Title) == key {
-			return &c.Items[i]
+	for i := range c.Len() {
+		if SameKey(c.content(i).Title) == key {
+			return c.Item(i)
 		}
 	}
 	return nil
@@ -108,7 +108,7 @@ func (e *ChecklistEdit) AddNoteOnce(id, note string) error {
 	if key := SameKey(note); key != "" {
 		for _, n := range e.wantNow(i).Notes {
 			if SameKey(n) == key {
-				return e.noteDuplicate(&e.c.Items[i], n)
+				return e.noteDuplicate(e.c.Item(i), n)
 			}
 		}
 	}

@@ -38,7 +38,7 @@ func (e *ChecklistEdit) noteAt(id string, i int) (k int, it *Item, notes []Meta,
 	if k, err = e.index(id); err != nil {
 		return 0, nil, nil, err
 	}
-	it = &e.c.Items[k]
+	it = e.c.Item(k)
 	notes = metaLines(it, "note")
 	if i < 0 || i >= len(notes) {
 		return 0, nil, nil, fmt.Errorf("%s has no note %d", it.ID, i+1)
@@ -105,7 +105,7 @@ func (e *ChecklistEdit) DropMeta(id, key string) error {
 	default:
 		return fmt.Errorf("DropMeta: %q is not a single-valued key", key)
 	}
-	for _, m := range metaLines(&e.c.Items[k], key) {
+	for _, m := range metaLines(e.c.Item(k), key) {
 		if !e.drops(m.Span) {
 			e.edits = append(e.edits, Edit{Span: m.Span})
 		}

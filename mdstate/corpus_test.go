@@ -249,8 +249,8 @@ func TestCorpusParse(t *testing.T) {
 					t.Fatal(err)
 				}
 				gc := goldenChecklist{File: k.File, Items: []goldenItem{}}
-				for i := range c.Items {
-					gc.Items = append(gc.Items, toGolden(&c.Items[i]))
+				for i := range c.Items() {
+					gc.Items = append(gc.Items, toGolden(&c.Items()[i]))
 				}
 				if k == TasksKind {
 					for _, it := range c.Ready() {
@@ -297,7 +297,7 @@ func TestCorpusIdentity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			provisional := slices.ContainsFunc(c.Items, func(it Item) bool { return it.Provisional })
+			provisional := slices.ContainsFunc(c.Items(), func(it Item) bool { return it.Provisional })
 			e := c.Edit()
 			out, after, err := e.Bytes()
 			if err != nil {
@@ -314,8 +314,8 @@ func TestCorpusIdentity(t *testing.T) {
 				// The only change is the IDs, and written they read the
 				// same as they did provisionally.
 				checkOnlyIDsWritten(t, c, fx.Data, out)
-				for i := range after.Items {
-					if got, want := meaning(&after.Items[i]), meaning(&c.Items[i]); !reflect.DeepEqual(got, want) {
+				for i := range after.Items() {
+					if got, want := meaning(&after.Items()[i]), meaning(&c.Items()[i]); !reflect.DeepEqual(got, want) {
 						t.Errorf("item %d reads %+v after writing IDs, want %+v", i, got, want)
 					}
 				}
@@ -336,8 +336,8 @@ func TestCorpusIdentity(t *testing.T) {
 				return
 			}
 			assertUntouched(t, p, k.File, fx.Data, fi0)
-			if len(c.Items) > 0 {
-				it := c.Items[0]
+			if len(c.Items()) > 0 {
+				it := c.Items()[0]
 				if _, err := p.UpdateChecklist(k, func(e *ChecklistEdit) error { return e.SetStatus(it.ID, it.Status) }); err != nil {
 					t.Fatal(err)
 				}
@@ -354,7 +354,7 @@ func TestCorpusIdentity(t *testing.T) {
 func checkOnlyIDsWritten(t *testing.T, c *Checklist, src, out []byte) {
 	t.Helper()
 	i, j := 0, 0 // offsets in src and out
-	for _, it := range c.Items {
+	for _, it := range c.Items() {
 		if !it.Provisional {
 			continue
 		}
@@ -469,11 +469,11 @@ func checklistEditCases(t *testing.T, fx fixture) []editCase {
 		}
 	}
 	var cases []editCase
-	if slices.ContainsFunc(c.Items, func(it Item) bool { return it.Provisional }) {
+	if slices.ContainsFunc(c.Items(), func(it Item) bool { return it.Provisional }) {
 		cases = append(cases, editCase{"write the provisional IDs (an edit with no other change)", edit(func(*ChecklistEdit) error { return nil })})
 	}
-	if n := len(c.Items); n > 0 {
-		first, last := c.Items[0], c.Items[n-1]
+	if n := len(c.Items()); n > 0 {
+		first, last := c.Items()[0], c.Items()[n-1]
 		for _, st := range Statuses {
 			cases = append(cases, editCase{fmt.Sprintf("SetStatus(%s, %s)", first.ID, st), edit(func(e *ChecklistEdit) error { return e.SetStatus(first.ID, st) })})
 		}
@@ -487,13 +487,13 @@ func checklistEditCases(t *testing.T, fx fixture) []editCase {
 			editCase{fmt.Sprintf("AddMeta(%s, note)", last.ID), edit(func(e *ChecklistEdit) error { return e.AddMeta(last.ID, "note", "added to the last item") })},
 		)
 		// Attempts: in place where an item has the line, else a new line.
-		withAttempts := slices.IndexFunc(c.Items, func(it Item) bool { return hasMeta(&it, "attempts") })
+		withAttempts := slices.IndexFunc(c.Items(), func(it Item) bool { return hasMeta(&it, "attempts") })
 		if withAttempts >= 0 {
-			id := c.Items[withAttempts].ID
+			id := c.Items()[withAttempts].ID
 			cases = append(cases, editCase{fmt.Sprintf("SetMeta(%s, attempts, 4) in place", id), edit(func(e *ChecklistEdit) error { return e.SetMeta(id, "attempts", "4") })})
 		}
-		if i := slices.IndexFunc(c.Items, func(it Item) bool { return !hasMeta(&it, "attempts") }); i >= 0 {
-			id := c.Items[i].ID
+		if i := slices.IndexFunc(c.Items(), func(it Item) bool { return !hasMeta(&it, "attempts") }); i >= 0 {
+			id := c.Items()[i].ID
 			cases = append(cases, editCase{fmt.Sprintf("SetMeta(%s, attempts, 1) as a new line", id), edit(func(e *ChecklistEdit) error { return e.SetMeta(id, "attempts", "1") })})
 		}
 		cases = append(cases, editCase{fmt.Sprintf("SetStatus(%s, done) + AddMeta(%s, note) + SetMeta(%s, attempts, 2)", last.ID, last.ID, first.ID), edit(func(e *ChecklistEdit) error {
@@ -511,8 +511,8 @@ func checklistEditCases(t *testing.T, fx fixture) []editCase {
 		return err
 	})})
 	var after []string
-	for i := 0; i < len(c.Items) && i < 2; i++ {
-		after = append(after, c.Items[i].ID)
+	for i := 0; i < len(c.Items()) && i < 2; i++ {
+		after = append(after, c.Items()[i].ID)
 	}
 	meta := []MetaKV{{"priority", "2"}}
 	if len(after) > 0 {
@@ -593,8 +593,8 @@ func TestCorpusStatusEdits(t *testing.T) {
 		}
 		t.Run(fx.String(), func(t *testing.T) {
 			base, c := withIDs(t, k, fx.Data)
-			for i := range c.Items {
-				it := &c.Items[i]
+			for i := range c.Items() {
+				it := &c.Items()[i]
 				for _, st := range Statuses {
 					e := c.Edit()
 					if err := e.SetStatus(it.ID, st); err != nil {
@@ -642,8 +642,8 @@ func TestCorpusMetaEdits(t *testing.T) {
 		t.Run(fx.String(), func(t *testing.T) {
 			base, c := withIDs(t, k, fx.Data)
 			s := c.src
-			for i := range c.Items {
-				it := &c.Items[i]
+			for i := range c.Items() {
+				it := &c.Items()[i]
 				lo, hi := s.lineStart(it.BoxAt), it.Span.End
 
 				e := c.Edit()
@@ -712,11 +712,11 @@ func TestCorpusAdd(t *testing.T) {
 				return
 			}
 			next := 1
-			for _, it := range c.Items {
+			for _, it := range c.Items() {
 				next = max(next, idNum(it.ID)+1)
 			}
 			var after []string
-			for _, it := range c.Items {
+			for _, it := range c.Items() {
 				after = append(after, it.ID)
 			}
 			after = after[:min(3, len(after))]
@@ -744,8 +744,8 @@ func TestCorpusAdd(t *testing.T) {
 				t.Fatal(err)
 			}
 			lo := 0
-			if len(c.Items) > 0 {
-				lo = c.Items[len(c.Items)-1].Span.End
+			if len(c.Items()) > 0 {
+				lo = c.Items()[len(c.Items())-1].Span.End
 			}
 			checkInsertion(t, "Add", base, out, lo, len(base))
 			checkReparse(t, k, c, out, func(want []goldenItem) []goldenItem {
@@ -887,7 +887,7 @@ func withIDs(t *testing.T, k Kind, data []byte) ([]byte, *Checklist) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, it := range after.Items {
+	for _, it := range after.Items() {
 		if it.Provisional {
 			t.Fatalf("%s is still provisional after writing IDs", it.ID)
 		}
@@ -899,23 +899,23 @@ func withIDs(t *testing.T, k Kind, data []byte) ([]byte, *Checklist) {
 func checkReparse(t *testing.T, k Kind, c *Checklist, out []byte, fn func([]goldenItem) []goldenItem) {
 	t.Helper()
 	var want []goldenItem
-	for i := range c.Items {
-		want = append(want, meaning(&c.Items[i]))
+	for i := range c.Items() {
+		want = append(want, meaning(&c.Items()[i]))
 	}
 	want = fn(want)
 	after, err := ParseChecklist(k, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(after.Items) != len(want) {
-		t.Errorf("re-parse has %d items, want %d", len(after.Items), len(want))
+	if len(after.Items()) != len(want) {
+		t.Errorf("re-parse has %d items, want %d", len(after.Items()), len(want))
 		return
 	}
-	for i := range after.Items {
-		if after.Items[i].Provisional {
-			t.Errorf("item %d (%s) has no written ID", i, after.Items[i].ID)
+	for i := range after.Items() {
+		if after.Items()[i].Provisional {
+			t.Errorf("item %d (%s) has no written ID", i, after.Items()[i].ID)
 		}
-		if got := meaning(&after.Items[i]); !reflect.DeepEqual(got, want[i]) {
+		if got := meaning(&after.Items()[i]); !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("item %d reads\n%+v, want\n%+v", i, got, want[i])
 		}
 	}

@@ -151,8 +151,8 @@ func KindOf(name string) (Kind, bool) {
 func DiffChecklists(before, after *Checklist) []ItemChange {
 	old := map[string]*Item{}
 	if before != nil {
-		for i := range before.Items {
-			if it := &before.Items[i]; !it.Provisional {
+		for _, it := range before.All() {
+			if !it.Provisional {
 				old[it.ID] = it
 			}
 		}
@@ -161,9 +161,9 @@ func DiffChecklists(before, after *Checklist) []ItemChange {
 	unnumbered := provisionals(before)
 	var changes []ItemChange
 	seen := map[string]bool{}
-	for _, it := range after.Items {
+	for _, it := range after.All() {
 		if it.Provisional {
-			changes = append(changes, unnumbered.changes(&it)...)
+			changes = append(changes, unnumbered.changes(it)...)
 			continue
 		}
 		seen[it.ID] = true
@@ -172,7 +172,7 @@ func DiffChecklists(before, after *Checklist) []ItemChange {
 			changes = append(changes, ItemChange{Kind: ItemAdded, ID: it.ID, Title: it.Title})
 			continue
 		}
-		changes = append(changes, itemChanges(was, &it)...)
+		changes = append(changes, itemChanges(was, it)...)
 		if mv, ok := moves[it.ID]; ok {
 			changes = append(changes, mv)
 		}
@@ -196,8 +196,8 @@ func provisionals(c *Checklist) provisionalItems {
 	if c == nil {
 		return m
 	}
-	for i := range c.Items {
-		if it := &c.Items[i]; it.Provisional {
+	for _, it := range c.All() {
+		if it.Provisional {
 			m[it.Title] = append(m[it.Title], it)
 		}
 	}
@@ -247,21 +247,20 @@ func reorders(before, after *Checklist, old map[string]*Item) map[string]ItemCha
 		return nil
 	}
 	inAfter := map[string]bool{}
-	for _, it := range after.Items {
+	for _, it := range after.All() {
 		if !it.Provisional {
 			inAfter[it.ID] = true
 		}
 	}
 	oldPos := map[string]int{}
-	for _, it := range before.Items {
+	for _, it := range before.All() {
 		if _, ok := old[it.ID]; ok && !it.Provisional && inAfter[it.ID] {
 			oldPos[it.ID] = len(oldPos)
 		}
 	}
 	var kept []*Item // in after's order
 	var seq []int    // their old places
-	for i := range after.Items {
-		it := &after.Items[i]
+	for _, it := range after.All() {
 		if p, ok := oldPos[it.ID]; ok && !it.Provisional {
 			kept = append(kept, it)
 			seq = append(seq, p)

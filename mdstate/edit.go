@@ -90,8 +90,10 @@ type ChecklistEdit struct {
 // written as part of it, with the smallest edit: "T7: " after the box.
 func (c *Checklist) Edit() *ChecklistEdit {
 	e := &ChecklistEdit{c: c, want: wants{c: c}}
-	for i := range c.Items {
-		it := &c.Items[i]
+	if !c.provisional {
+		return e
+	}
+	for _, it := range c.All() {
 		if it.Provisional {
 			e.edits = append(e.edits, Edit{Span: it.IDSpan, Text: c.idText(it)})
 		}
@@ -117,10 +119,8 @@ func (c *Checklist) idText(it *Item) []byte {
 
 func (e *ChecklistEdit) index(id string) (int, error) {
 	id = normID(id)
-	for i := range e.c.Items {
-		if e.c.Items[i].ID == id {
-			return i, nil
-		}
+	if i := e.c.indexOf(id); i >= 0 {
+		return i, nil
 	}
 	return -1, e.c.notFound(id)
 }
@@ -178,8 +178,8 @@ func idNumber(prefix, id string) int {
 
 func (c *Checklist) notFound(id string) error {
 	var have []string
-	for _, it := range c.Items {
-		have = append(have, it.ID)
+	for i := range c.Len() {
+		have = append(have, c.content(i).ID)
 	}
 	slices.SortFunc(have, func(a, b string) int { return idNum(a) - idNum(b) })
 	return &NotFoundError{Kind: c.Kind, ID: id, Have: have}
@@ -196,7 +196,7 @@ func (e *ChecklistEdit) SetStatus(id string, st Status) error {
 	if err != nil {
 		return err
 	}
-	it := &e.c.Items[i]
+	it := e.c.Item(i)
 	e.wantOf(i).Status = st
 	if it.Status == st {
 		return nil
@@ -212,7 +212,7 @@ func (e *ChecklistEdit) SetMeta(id, key, value string) error {
 	if err != nil {
 		return err
 	}
-	it := &e.c.Items[i]
+	it := e.c.Item(i)
 	value = cleanLine(value)
 	if err := e.expect(i, key, value, true); err != nil {
 		return err
@@ -238,7 +238,7 @@ func (e *ChecklistEdit) AddMeta(id, key, value string) error {
 	if err := e.expect(i, key, value, false); err != nil {
 		return err
 	}
-	e.insertMeta(&e.c.Items[i], key, value)
+	e.insertMeta(e.c.Item(i), key, value)
 	return nil
 }
 
@@ -305,8 +305,8 @@ func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 		return "", fmt.Errorf("a %s needs a title", e.c.Kind.Noun)
 	}
 	if e.nextID == 0 {
-		for _, it := range e.c.Items {
-			e.nextID = maxInt(e.nextID, idNum(it.ID))
+		for i := range e.c.Len() {
+			e.nextID = maxInt(e.nextID, idNum(e.c.content(i).ID))
 		}
 		e.nextID++
 	}
@@ -340,8 +340,8 @@ func (e *ChecklistEdit) Add(title string, meta ...MetaKV) (string, error) {
 	e.edits = append(e.edits, Edit{Span: Span{at, at}, Text: b.Bytes()})
 	// In file order the new item follows every item that starts before it
 	// and the items this edit added before it.
-	pos := 0
-	for pos < len(e.c.Items) && e.c.Items[pos].BoxAt < at {
+	items, pos := e.c.Items(), 0
+	for pos < len(items) && items[pos].BoxAt < at {
 		pos++
 	}
 	e.want.added = append(e.want.added, addedView{pos: pos, v: v})
@@ -494,10 +494,10 @@ func (e *ChecklistEdit) bytes() ([]byte, *Checklist, error) {
 // checkItems checks that after has exactly the items the edit wants.
 func (e *ChecklistEdit) checkItems(after *Checklist) error {
 	want := e.allWants()
-	if len(after.Items) != len(want) {
-		return fmt.Errorf("%w: %s would have %d %ss instead of %d", ErrVerify, e.c.Kind.File, len(after.Items), e.c.Kind.Noun, len(want))
+	if after.Len() != len(want) {
+		return fmt.Errorf("%w: %s would have %d %ss instead of %d", ErrVerify, e.c.Kind.File, after.Len(), e.c.Kind.Noun, len(want))
 	}
-	for i := range after.Items {
+	for i := range after.Len() {
 		if err := e.checkItem(after, i, want[i]); err != nil {
 			return err
 		}
@@ -507,7 +507,7 @@ func (e *ChecklistEdit) checkItems(after *Checklist) error {
 
 // checkItem checks that item i of after reads as want.
 func (e *ChecklistEdit) checkItem(after *Checklist, i int, want view) error {
-	it := &after.Items[i]
+	it := after.Item(i)
 	if got := it.view(); !viewsEqual(got, want) {
 		return fmt.Errorf("%w: %s line %d would read as %+v, want %+v", ErrVerify, e.c.Kind.File, it.Line, got, want)
 	}

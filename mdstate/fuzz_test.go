@@ -45,7 +45,7 @@ func FuzzParse(f *testing.F) {
 			}
 			checkWarnings(t, c.Warnings)
 			ids := map[string]bool{}
-			for _, it := range c.Items {
+			for _, it := range c.Items() {
 				if ids[it.ID] {
 					t.Fatalf("two items are %s", it.ID)
 				}
@@ -133,7 +133,7 @@ func FuzzIdentity(f *testing.F) {
 		e := c.Edit()
 		out, after, err := e.Bytes()
 		provisional := false
-		for _, it := range c.Items {
+		for _, it := range c.Items() {
 			provisional = provisional || it.Provisional
 		}
 		if !provisional {
@@ -152,12 +152,12 @@ func FuzzIdentity(f *testing.F) {
 			return
 		}
 		checkOnlyIDsWritten(t, c, data, out)
-		if len(after.Items) != len(c.Items) {
-			t.Fatalf("%d items after writing IDs, %d before", len(after.Items), len(c.Items))
+		if len(after.Items()) != len(c.Items()) {
+			t.Fatalf("%d items after writing IDs, %d before", len(after.Items()), len(c.Items()))
 		}
-		for i := range after.Items {
-			if after.Items[i].Provisional || after.Items[i].ID != c.Items[i].ID {
-				t.Fatalf("item %d is %s (provisional %v) after writing IDs, want %s", i, after.Items[i].ID, after.Items[i].Provisional, c.Items[i].ID)
+		for i := range after.Items() {
+			if after.Items()[i].Provisional || after.Items()[i].ID != c.Items()[i].ID {
+				t.Fatalf("item %d is %s (provisional %v) after writing IDs, want %s", i, after.Items()[i].ID, after.Items()[i].Provisional, c.Items()[i].ID)
 			}
 		}
 	})
@@ -181,7 +181,7 @@ func FuzzStatusEdit(f *testing.F) {
 			k = GoalsKind
 		}
 		c, err := ParseChecklist(k, data)
-		if err != nil || len(c.Items) == 0 {
+		if err != nil || len(c.Items()) == 0 {
 			return
 		}
 		// Compare against the file with its IDs written, so that every
@@ -193,8 +193,8 @@ func FuzzStatusEdit(f *testing.F) {
 			}
 			return
 		}
-		i := int(idx) % len(bc.Items)
-		it := bc.Items[i]
+		i := int(idx) % len(bc.Items())
+		it := bc.Items()[i]
 		status := Statuses[int(st)%len(Statuses)]
 		e := bc.Edit()
 		if err := e.SetStatus(it.ID, status); err != nil {
@@ -220,7 +220,7 @@ func FuzzStatusEdit(f *testing.F) {
 		if len(diff) != 1 || diff[0] != it.BoxAt || out[it.BoxAt] != status.Box() {
 			t.Fatalf("SetStatus changed bytes %v, want only the box at %d", diff, it.BoxAt)
 		}
-		if len(after.Items) != len(bc.Items) || after.Items[i].Status != status || after.Items[i].ID != it.ID {
+		if len(after.Items()) != len(bc.Items()) || after.Items()[i].Status != status || after.Items()[i].ID != it.ID {
 			t.Fatalf("after SetStatus(%s, %s) the file reads otherwise", it.ID, status)
 		}
 	})
@@ -274,9 +274,9 @@ func FuzzEdits(f *testing.F) {
 		e := bc.Edit()
 		var it *Item
 		lo, hi := 0, len(base)
-		if len(bc.Items) > 0 {
-			i := int(idx) % len(bc.Items)
-			it = &bc.Items[i]
+		if len(bc.Items()) > 0 {
+			i := int(idx) % len(bc.Items())
+			it = &bc.Items()[i]
 			lo, hi = bc.src.lineStart(it.BoxAt), it.Span.End
 		}
 		var want func([]goldenItem) []goldenItem
@@ -285,7 +285,7 @@ func FuzzEdits(f *testing.F) {
 			if it == nil {
 				return
 			}
-			i := int(idx) % len(bc.Items)
+			i := int(idx) % len(bc.Items())
 			if op%4 == 0 {
 				err = e.AddMeta(it.ID, "note", "fuzzed note")
 				want = func(w []goldenItem) []goldenItem { w[i].Notes = append(w[i].Notes, "fuzzed note"); return w }
@@ -306,7 +306,7 @@ func FuzzEdits(f *testing.F) {
 			lo, _ = bc.addAt()
 			hi = lo
 			pos := 0
-			for pos < len(bc.Items) && bc.Items[pos].BoxAt < lo {
+			for pos < len(bc.Items()) && bc.Items()[pos].BoxAt < lo {
 				pos++
 			}
 			want = func(w []goldenItem) []goldenItem {

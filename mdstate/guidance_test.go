@@ -83,7 +83,7 @@ func TestGuidanceRead(t *testing.T) {
 		t.Fatalf("Guidance() = %+v\nwant %+v", got, want)
 	}
 	var ids []string
-	for _, it := range c.Items {
+	for _, it := range c.Items() {
 		ids = append(ids, it.ID)
 	}
 	if !slices.Equal(ids, []string{"T1", "T2", "T3"}) {
@@ -170,7 +170,7 @@ func TestQueueGuidanceEscapes(t *testing.T) {
 		t.Fatalf("reads back\n%q\nwant\n%q\nfile:\n%s", got, want, out)
 	}
 	c, _ := ParseChecklist(TasksKind, []byte(out))
-	if len(c.Items) != 1 {
+	if len(c.Items()) != 1 {
 		t.Fatalf("the messages made tasks:\n%s", out)
 	}
 	// Dropping them all leaves the section empty, the rest as it was.
@@ -290,7 +290,7 @@ func TestGuidanceAndAddedTasks(t *testing.T) {
 	})
 	c, _ := ParseChecklist(TasksKind, []byte(out))
 	var titles []string
-	for _, it := range c.Items {
+	for _, it := range c.Items() {
 		titles = append(titles, it.ID+" "+it.Title)
 	}
 	// Three goes to the task list too, above the Guidance section (issue 9).

@@ -127,7 +127,7 @@ func (r *rework) classify() bool {
 		if t < 0 {
 			return false
 		}
-		top := &c.Items[t]
+		top := c.Item(t)
 		if ed.Start < c.src.lineEnd(top.BoxAt) || ed.End > top.Span.End {
 			return false // the first line, or outside the item
 		}
@@ -144,7 +144,7 @@ func (r *rework) classify() bool {
 
 // isBox reports whether ed writes item k's checkbox as another status.
 func (r *rework) isBox(k int, ed Edit) bool {
-	it := &r.c.Items[k]
+	it := r.c.Item(k)
 	if ed.Start != it.BoxAt || ed.End != it.BoxAt+1 || len(ed.Text) != 1 {
 		return false
 	}
@@ -162,17 +162,18 @@ func mustStatus(b byte) Status {
 // itemAt returns the index of the last item that starts at or before
 // off, or -1.
 func (c *Checklist) itemAt(off int) int {
-	return sort.Search(len(c.Items), func(i int) bool { return c.Items[i].Span.Start > off }) - 1
+	return sort.Search(c.Len(), func(i int) bool { return c.itemStart(i) > off }) - 1
 }
 
 // topOf returns the index of the item of a top-level list that holds item
 // k (k itself, or the one it is nested in), or -1 when k is nested in
 // something that is not an item.
 func (c *Checklist) topOf(k int) int {
+	end := c.Item(k).Span.End
 	for j := k; j >= 0; j-- {
-		it := &c.Items[j]
+		it := c.content(j)
 		if it.topList && it.Depth == 0 {
-			if it.Span.End >= c.Items[k].Span.End {
+			if c.Item(j).Span.End >= end {
 				return j
 			}
 			return -1
@@ -209,7 +210,7 @@ func (r *rework) build() (*Checklist, []int) {
 		if !ok {
 			return nil, nil
 		}
-		if c.lastTopEnd == c.Items[t].Span.End {
+		if c.lastTopEnd == c.Item(t).Span.End {
 			newLastTopEnd = end // the file's last task list ends with this item
 		}
 		pieces = append(pieces, p)
@@ -246,16 +247,21 @@ func (r *rework) build() (*Checklist, []int) {
 	if !ok {
 		return nil, nil
 	}
-	// Ready's answer, from c's if c has one: only the tasks read anew and
-	// those whose checkbox changed can differ (IDs and dependencies are
-	// c's, sameItems says).
+	// Ready's and Counts' answers, from c's if c has them: only the tasks
+	// read anew and those whose checkbox changed can differ (IDs and
+	// dependencies are c's, sameItems says).
+	changed := slices.Clone(fresh)
+	for k := range r.boxes {
+		changed = append(changed, k)
+	}
+	slices.Sort(changed)
+	changed = slices.Compact(changed)
 	after.ready.deps = c.ready.deps
 	if c.ready.done.Load() {
-		after.ready.from = c
-		after.ready.changed = slices.Clone(fresh)
-		for k := range r.boxes {
-			after.ready.changed = append(after.ready.changed, k)
-		}
+		after.ready.from, after.ready.changed = c, changed
+	}
+	if c.counts.done.Load() {
+		after.counts.from, after.counts.changed = c, changed
 	}
 	return after, fresh
 }
@@ -264,7 +270,7 @@ func (r *rework) build() (*Checklist, []int) {
 // new, and returns what it reads now and where it ends.
 func (r *rework) window(w, t int) (piece, int, bool) {
 	c, s := r.c, r.s
-	top := &c.Items[t]
+	top := c.Item(t)
 	start, end := top.Span.Start, top.Span.End
 	d, _ := r.shift(start)
 	nstart := start + d
@@ -287,17 +293,17 @@ func (r *rework) window(w, t int) (piece, int, bool) {
 	}
 	// The items of the old window: t and those nested in it.
 	n := 1
-	for t+n < len(c.Items) && c.Items[t+n].Span.Start < end {
+	for t+n < c.Len() && c.itemStart(t+n) < end {
 		n++
 	}
 	scratch := &Checklist{Kind: c.Kind, src: s, md: newOut.md, lastTopEnd: -1, quietAt: -1, quietEnd: -1, mdBase: c.mdBase}
 	scratch.paraStarts = paragraphStarts(newOut.md, &top.topTight)
 	scratch.walk(newOut.md.doc, 0, nil)
-	items := scratch.Items
+	items := scratch.items
 	for len(items) > 0 && items[len(items)-1].Span.Start >= nend {
 		items = items[:len(items)-1] // the next item, read for its start only
 	}
-	if !sameItems(c.Items[t:t+n], items) {
+	if len(items) != n || !c.sameItems(t, items) {
 		return piece{}, 0, false
 	}
 	items[0].topTight = top.topTight // the list's, which the window cannot see
@@ -383,7 +389,7 @@ func (r *rework) reparseTail(after *Checklist) (piece, bool) {
 	tw.walk(md.doc, 0, nil)
 	first := c.itemAt(c.quietAt - 1)
 	first++
-	if !sameItems(c.Items[first:], tw.Items) {
+	if c.Len()-first != len(tw.items) || !c.sameItems(first, tw.items) {
 		return piece{}, false
 	}
 	after.md = md
@@ -392,19 +398,16 @@ func (r *rework) reparseTail(after *Checklist) (piece, bool) {
 		after.lastTopEnd = tw.lastTopEnd
 		after.lastTopMarker, after.lastTopOrdinal, after.lastTopIndent = tw.lastTopMarker, tw.lastTopOrdinal, tw.lastTopIndent
 	}
-	return piece{items: tw.Items, warns: tw.Warnings, first: first, n: len(c.Items) - first, lastLine: len(c.src.lineStarts) + 1}, true
+	return piece{items: tw.items, warns: tw.Warnings, first: first, n: c.Len() - first, lastLine: len(c.src.lineStarts) + 1}, true
 }
 
 // sameItems reports whether the items a part of the file reads now are
-// the old ones as far as the rest of the file is concerned: the same
-// count, IDs as written, and dependencies (so IDs, numbering and the
+// the old ones from index first on as far as the rest of the file is
+// concerned: IDs as written, and dependencies (so IDs, numbering and the
 // dependency warnings stay as they were).
-func sameItems(old, now []Item) bool {
-	if len(old) != len(now) {
-		return false
-	}
-	for i := range old {
-		o, n := &old[i], &now[i]
+func (c *Checklist) sameItems(first int, now []Item) bool {
+	for i := range now {
+		o, n := c.content(first+i), &now[i]
 		if o.Provisional || o.dupID || n.ID != o.ID || n.Depth != o.Depth || n.topList != o.topList || !slices.Equal(n.After, o.After) {
 			return false
 		}
@@ -419,36 +422,31 @@ func sameItems(old, now []Item) bool {
 // indexes.
 func (r *rework) assemble(after *Checklist, pieces []piece) (fresh []int, ok bool) {
 	c := r.c
-	after.Items = slices.Clone(c.Items)
-	for k, st := range r.boxes {
-		after.Items[k].Status = st
+	for _, p := range pieces {
+		if p.n != len(p.items) {
+			return nil, false
+		}
+		for i := range p.items {
+			fresh = append(fresh, p.first+i)
+		}
 	}
-	// Moved by the edits before them: every item from the first edit on
-	// (a piece's are read where they are now).
-	j, d, dl := 0, 0, 0
-	for k := max(c.itemAt(r.edits[0].Start), 0); k < len(after.Items); k++ {
-		for j < len(r.edits) && r.edits[j].Start <= c.Items[k].Span.Start {
-			d, dl = r.cum[j+1], r.cumLines[j+1]
-			j++
+	if c.Len() >= lazyItemsFrom {
+		sh := r.shareItems(pieces)
+		if len(sh.moves) == 0 && len(sh.own) == 0 {
+			after.items = sh.base
+		} else {
+			after.shared = sh
 		}
-		if d != 0 || dl != 0 {
-			after.Items[k].move(d, dl)
-		}
+	} else {
+		after.items = r.copyItems(pieces)
 	}
 	var walkWarns []Warning
 	oldWalk := c.Warnings[:c.walkWarns]
 	wi := 0 // next old walk warning
 	for _, p := range pieces {
-		if p.n != len(p.items) {
-			return nil, false
-		}
-		copy(after.Items[p.first:], p.items)
-		for i := range p.items {
-			fresh = append(fresh, p.first+i)
-		}
 		firstLine := len(c.src.lineStarts) + 1
-		if p.first < len(c.Items) {
-			firstLine = c.Items[p.first].Line
+		if p.first < c.Len() {
+			firstLine = c.Item(p.first).Line
 		}
 		for wi < len(oldWalk) && oldWalk[wi].Line < firstLine {
 			walkWarns = append(walkWarns, r.moveWarning(oldWalk[wi]))
@@ -468,6 +466,120 @@ func (r *rework) assemble(after *Checklist, pieces []piece) (fresh []int, ok boo
 		after.Warnings = append(after.Warnings, r.moveWarning(wn))
 	}
 	return fresh, true
+}
+
+// copyItems returns after's items in an array of their own.
+func (r *rework) copyItems(pieces []piece) []Item {
+	c := r.c
+	items := slices.Clone(c.Items())
+	for k, st := range r.boxes {
+		items[k].Status = st
+	}
+	// Moved by the edits before them: every item from the first edit on
+	// (a piece's are read where they are now).
+	j, d, dl := 0, 0, 0
+	for k := max(c.itemAt(r.edits[0].Start), 0); k < len(items); k++ {
+		for j < len(r.edits) && r.edits[j].Start <= c.itemStart(k) {
+			d, dl = r.cum[j+1], r.cumLines[j+1]
+			j++
+		}
+		if d != 0 || dl != 0 {
+			items[k].move(d, dl)
+		}
+	}
+	for _, p := range pieces {
+		copy(items[p.first:], p.items)
+	}
+	return items
+}
+
+// shareItems returns after's items as c's, moved by the edits, with
+// copies of those whose checkbox changed and the pieces' in place of the
+// ones they replace (items.go).
+func (r *rework) shareItems(pieces []piece) *sharedItems {
+	c := r.c
+	old := c.share()
+	// The edits move item k by cum[n], n the number of edits that start
+	// at or before it: steps at the first item past each edit's start.
+	steps := make([]itemMove, 0, len(r.edits))
+	for j, ed := range r.edits {
+		k := sort.Search(c.Len(), func(i int) bool { return c.itemStart(i) >= ed.Start })
+		if n := len(steps); n > 0 && steps[n-1].from == k {
+			steps = steps[:n-1]
+		}
+		steps = append(steps, itemMove{from: k, d: r.cum[j+1], dl: r.cumLines[j+1]})
+	}
+	now := &sharedItems{base: old.base, moves: addMoves(old.moves, steps), own: make(map[int]*Item, len(old.own)+len(r.boxes)+pieceItems(pieces))}
+	stepOf := func(k int) (int, int) {
+		j := sort.Search(len(steps), func(j int) bool { return steps[j].from > k }) - 1
+		if j < 0 {
+			return 0, 0
+		}
+		return steps[j].d, steps[j].dl
+	}
+	for k, it := range old.own {
+		if d, dl := stepOf(k); d != 0 || dl != 0 {
+			moved := *it
+			moved.move(d, dl)
+			it = &moved
+		}
+		now.own[k] = it
+	}
+	for k, st := range r.boxes {
+		it := *c.Item(k)
+		it.Status = st
+		it.move(stepOf(k))
+		now.own[k] = &it
+	}
+	for _, p := range pieces {
+		for i := range p.items {
+			now.own[p.first+i] = &p.items[i]
+		}
+	}
+	if len(now.moves) > moveLimit || len(now.own) > ownLimit {
+		return &sharedItems{base: now.flat()}
+	}
+	return now
+}
+
+// pieceItems counts the pieces' items.
+func pieceItems(pieces []piece) int {
+	n := 0
+	for _, p := range pieces {
+		n += len(p.items)
+	}
+	return n
+}
+
+// addMoves returns the moves of a and b together: how far an item is
+// moved by both.
+func addMoves(a, b []itemMove) []itemMove {
+	var out []itemMove
+	var ad, adl, bd, bdl int
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		from := 0
+		switch {
+		case j == len(b) || (i < len(a) && a[i].from < b[j].from):
+			from, ad, adl = a[i].from, a[i].d, a[i].dl
+			i++
+		case i == len(a) || b[j].from < a[i].from:
+			from, bd, bdl = b[j].from, b[j].d, b[j].dl
+			j++
+		default:
+			from, ad, adl, bd, bdl = a[i].from, a[i].d, a[i].dl, b[j].d, b[j].dl
+			i++
+			j++
+		}
+		m := itemMove{from: from, d: ad + bd, dl: adl + bdl}
+		switch n := len(out); {
+		case n > 0 && out[n-1].d == m.d && out[n-1].dl == m.dl:
+		case n == 0 && m.d == 0 && m.dl == 0:
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // moveWarning returns a warning about an old line that the edits did not

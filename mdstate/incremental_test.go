@@ -25,13 +25,30 @@ func sameParse(t *testing.T, step string, got, want *Checklist) {
 	if !reflect.DeepEqual(got.src, want.src) {
 		t.Fatalf("%s: source %+v, a whole parse indexes %+v", step, *got.src, *want.src)
 	}
-	if len(got.Items) != len(want.Items) {
-		t.Fatalf("%s: %d items, a whole parse reads %d", step, len(got.Items), len(want.Items))
+	if got.Len() != want.Len() {
+		t.Fatalf("%s: %d items, a whole parse reads %d", step, got.Len(), want.Len())
 	}
-	for i := range want.Items {
-		if !reflect.DeepEqual(got.Items[i], want.Items[i]) {
-			t.Fatalf("%s: item %d is\n%+v\na whole parse reads\n%+v\nfile:\n%s", step, i, got.Items[i], want.Items[i], want.src.src)
+	// Each way of reading the items, the copying one last: Item and All
+	// read a shared version as it is.
+	sameItem := func(how string, i int, it *Item) {
+		t.Helper()
+		if !reflect.DeepEqual(*it, want.Items()[i]) {
+			t.Fatalf("%s: item %d (%s) is\n%+v\na whole parse reads\n%+v\nfile:\n%s", step, i, how, *it, want.Items()[i], want.src.src)
 		}
+	}
+	for i := range want.Len() {
+		sameItem("Item", i, got.Item(i))
+	}
+	n := 0
+	for i, it := range got.All() {
+		sameItem("All", i, it)
+		n++
+	}
+	if n != want.Len() {
+		t.Fatalf("%s: All yields %d items, a whole parse reads %d", step, n, want.Len())
+	}
+	for i := range got.Items() {
+		sameItem("Items", i, &got.Items()[i])
 	}
 	if !reflect.DeepEqual(got.Warnings, want.Warnings) || got.walkWarns != want.walkWarns {
 		t.Fatalf("%s: warnings %v (%d from the walk), a whole parse reads %v (%d)", step, got.Warnings, got.walkWarns, want.Warnings, want.walkWarns)
@@ -63,7 +80,7 @@ func sameParse(t *testing.T, step string, got, want *Checklist) {
 	if g, w := ids(got.Ready()), ids(want.Ready()); !reflect.DeepEqual(g, w) {
 		t.Fatalf("%s: ready %v, a whole parse reads %v", step, g, w)
 	}
-	for _, it := range want.Items {
+	for _, it := range want.Items() {
 		if g := got.Find(it.ID); g == nil || g.Line != it.Line {
 			t.Fatalf("%s: Find(%s) = %+v", step, it.ID, g)
 		}
@@ -76,11 +93,11 @@ func sameParse(t *testing.T, step string, got, want *Checklist) {
 // editStep is one random edit of the kinds ralph makes.
 func editStep(e *ChecklistEdit, r *rand.Rand, now time.Time) (string, error) {
 	c := e.Checklist()
-	if len(c.Items) == 0 {
+	if len(c.Items()) == 0 {
 		s := Session{ID: "s1", Status: SessionRunning, Iteration: r.IntN(50), Started: now, Updated: now}
 		return "session", e.SetSession(&s)
 	}
-	it := &c.Items[r.IntN(len(c.Items))]
+	it := &c.Items()[r.IntN(len(c.Items()))]
 	switch op := r.IntN(12); op {
 	case 0, 1, 2:
 		st := Statuses[r.IntN(len(Statuses))]
@@ -206,7 +223,21 @@ func reparseFiles() map[string]string {
 	}
 }
 
-func TestReparseMatchesWholeParse(t *testing.T) {
+// eachItemsForm runs test with the items of a large file's versions
+// shared (items.go) from the size the code uses, and from the first item.
+func eachItemsForm(t *testing.T, test func(t *testing.T)) {
+	for _, from := range []int{lazyItemsFrom, 0} {
+		t.Run(fmt.Sprintf("shared-from-%d", from), func(t *testing.T) {
+			defer func(was int) { lazyItemsFrom = was }(lazyItemsFrom)
+			lazyItemsFrom = from
+			test(t)
+		})
+	}
+}
+
+func TestReparseMatchesWholeParse(t *testing.T) { eachItemsForm(t, testReparseMatchesWholeParse) }
+
+func testReparseMatchesWholeParse(t *testing.T) {
 	total := 0
 	for name, data := range reparseFiles() {
 		for seed := range uint64(12) {
@@ -228,7 +259,9 @@ func TestReparseMatchesWholeParse(t *testing.T) {
 
 // TestReparseCoordinatorEdits is what a coordinator writes per iteration
 // on a large file: each of them is reparsed, none parsed whole.
-func TestReparseCoordinatorEdits(t *testing.T) {
+func TestReparseCoordinatorEdits(t *testing.T) { eachItemsForm(t, testReparseCoordinatorEdits) }
+
+func testReparseCoordinatorEdits(t *testing.T) {
 	data := []byte(reparseFiles()["big"])
 	c, err := ParseChecklist(TasksKind, data)
 	if err != nil {
@@ -281,6 +314,37 @@ func TestReparseCoordinatorEdits(t *testing.T) {
 	}
 }
 
+// An edit that changes a task's lines and a later task's checkbox moves
+// the checkbox's item with its new status: reparsed, and read as a whole
+// parse reads it.
+func TestReparseMovesABox(t *testing.T) {
+	eachItemsForm(t, func(t *testing.T) {
+		c, err := ParseChecklist(TasksKind, []byte(reparseFiles()["big"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reparsed := false
+		reparseHook = func(ok bool) { reparsed = ok }
+		defer func() { reparseHook = nil }()
+		for _, step := range []struct{ drop, box string }{{"T7", "T20"}, {"T14", "T25"}, {"T21", "T40"}} {
+			e := c.Edit()
+			if err := e.DropMeta(step.drop, "attempts"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.SetStatus(step.box, Done); err != nil {
+				t.Fatal(err)
+			}
+			_, after, err := e.Bytes()
+			if err != nil || !reparsed {
+				t.Fatalf("%+v: reparsed %v, %v", step, reparsed, err)
+			}
+			want, _ := ParseChecklist(TasksKind, after.src.src)
+			sameParse(t, step.drop+" "+step.box, after, want)
+			c = after
+		}
+	})
+}
+
 // FuzzReparse is TestReparseMatchesWholeParse from any file.
 func FuzzReparse(f *testing.F) {
 	for _, data := range reparseFiles() {
@@ -288,6 +352,10 @@ func FuzzReparse(f *testing.F) {
 	}
 	addCorpusSeeds(f, func(data []byte) { f.Add(data, uint64(2)) })
 	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
+		defer func(was int) { lazyItemsFrom = was }(lazyItemsFrom)
+		if seed%2 == 1 {
+			lazyItemsFrom = 0 // every version's items shared
+		}
 		chainEdits(t, "fuzz", data, seed, 8)
 	})
 }

@@ -68,7 +68,7 @@ func (p *Project) Promote(todoID string) (PromoteResult, error) {
 // addPromoted adds the task for to-do id, unless a task already says it
 // came from id (a promotion cut short), and returns the task's ID.
 func addPromoted(e *ChecklistEdit, id, title string) (string, error) {
-	for _, it := range e.Checklist().Items {
+	for _, it := range e.Checklist().All() {
 		if it.From == id {
 			return it.ID, nil
 		}

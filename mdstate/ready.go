@@ -36,11 +36,11 @@ type dependents struct {
 	of   map[string][]int
 }
 
-func (d *dependents) on(items []Item, id string) []int {
+func (d *dependents) on(c *Checklist, id string) []int {
 	d.once.Do(func() {
 		d.of = map[string][]int{}
-		for i := range items {
-			for _, ref := range items[i].After {
+		for i := range c.Len() {
+			for _, ref := range c.content(i).After {
 				d.of[ref] = append(d.of[ref], i)
 			}
 		}
@@ -66,7 +66,7 @@ func (c *Checklist) readyIndexes() []int {
 // readyKey orders ready items: priority 1 first, then 2, …, then those
 // without one; ties in file order.
 func (c *Checklist) readyKey(i int) int {
-	if p := c.Items[i].Priority; p > 0 {
+	if p := c.content(i).Priority; p > 0 {
 		return p
 	}
 	return 1 << 30
@@ -78,13 +78,14 @@ func (c *Checklist) byReadyOrder(a, b int) int {
 
 // isReady reports whether item i can run now.
 func (c *Checklist) isReady(i int) bool {
-	return c.Items[i].Status == Pending && c.depsDone(&c.Items[i])
+	it := c.content(i)
+	return it.Status == Pending && c.depsDone(it)
 }
 
 // findReady works Ready out from every item.
 func (c *Checklist) findReady() []int {
 	var out []int
-	for i := range c.Items {
+	for i := range c.Len() {
 		if c.isReady(i) {
 			out = append(out, i)
 		}
@@ -101,7 +102,7 @@ func (c *Checklist) readyFrom(old, changed []int) []int {
 	look := map[int]bool{}
 	for _, i := range changed {
 		look[i] = true
-		for _, j := range c.ready.deps.on(c.Items, c.Items[i].ID) {
+		for _, j := range c.ready.deps.on(c, c.content(i).ID) {
 			look[j] = true
 		}
 	}

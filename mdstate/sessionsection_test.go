@@ -35,7 +35,7 @@ func sessionFile(eol string) string {
 // taskTitles lists "ID title" of every task, in file order.
 func taskTitles(c *Checklist) []string {
 	var out []string
-	for _, it := range c.Items {
+	for _, it := range c.Items() {
 		out = append(out, it.ID+" "+it.Title)
 	}
 	return out

@@ -56,8 +56,8 @@ func TestWritesAreClean(t *testing.T) {
 		t.Fatalf("AddMeta: %v", err)
 	}
 	c, err := p.LoadChecklist(TodoKind)
-	if err != nil || c.Items[0].Title != want || c.Items[0].Notes[0] != want {
-		t.Fatalf("RALPH_TODO.md: %+v, %v", c.Items, err)
+	if err != nil || c.Items()[0].Title != want || c.Items()[0].Notes[0] != want {
+		t.Fatalf("RALPH_TODO.md: %+v, %v", c.Items(), err)
 	}
 	if err := p.AppendProgress(Entry{Time: time.Now(), Title: bad, Fields: []Field{{Key: "note", Value: bad}, {Key: "decisions", List: []string{bad}}}}); err != nil {
 		t.Fatalf("AppendProgress: %v", err)

@@ -26,7 +26,7 @@ func (w *wants) of(i int) *view {
 	if w.changed == nil {
 		w.changed = map[int]*view{}
 	}
-	v := w.c.Items[i].view()
+	v := w.c.content(i).view()
 	w.changed[i] = &v
 	return &v
 }
@@ -36,15 +36,15 @@ func (w *wants) peek(i int) view {
 	if v, ok := w.changed[i]; ok {
 		return *v
 	}
-	return w.c.Items[i].view()
+	return w.c.content(i).view()
 }
 
 // all returns every view in file order: the old items, changed or not,
 // with the added ones where they go.
 func (w *wants) all() []view {
-	out := make([]view, 0, len(w.c.Items)+len(w.added))
+	out := make([]view, 0, w.c.Len()+len(w.added))
 	a := 0
-	for i := range w.c.Items {
+	for i := range w.c.Len() {
 		for a < len(w.added) && w.added[a].pos <= i {
 			out = append(out, w.added[a].v)
 			a++

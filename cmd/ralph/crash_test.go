@@ -388,7 +388,7 @@ func crashCheckKill(t *testing.T, bin string, env []string, dir string, st *cras
 		t.Errorf("%s does not parse without recovery: %v\n%s", mdstate.TasksFile, err, raw)
 		return ""
 	}
-	if n := len(tasks.Items); n != crashTaskN {
+	if n := len(tasks.Items()); n != crashTaskN {
 		st.corrupted++
 		t.Errorf("%s has %d tasks, want %d:\n%s", mdstate.TasksFile, n, crashTaskN, raw)
 	}
@@ -615,7 +615,7 @@ func crashCheckEnd(t *testing.T, dir string, st *crashStats) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, it := range tasks.Items {
+	for _, it := range tasks.Items() {
 		if it.Status != mdstate.Done {
 			t.Errorf("round %d: %s is %s, want done", st.rounds, it.ID, it.Status)
 		}
@@ -717,7 +717,7 @@ func crashCheckEnd(t *testing.T, dir string, st *crashStats) {
 			t.Errorf("round %d: progress names iteration %d, the session counter is %d", st.rounds, n, sess.Iteration)
 		}
 	}
-	for _, it := range tasks.Items {
+	for _, it := range tasks.Items() {
 		switch c := doneCount[it.ID]; {
 		case c > 1:
 			st.redone += c - 1

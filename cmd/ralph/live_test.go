@@ -203,9 +203,9 @@ func doneEntries(entries []mdstate.Entry) map[string]int {
 
 // byTitle finds an item by its title.
 func byTitle(cl *mdstate.Checklist, title string) *mdstate.Item {
-	for i := range cl.Items {
-		if cl.Items[i].Title == title {
-			return &cl.Items[i]
+	for i := range cl.Items() {
+		if cl.Items()[i].Title == title {
+			return &cl.Items()[i]
 		}
 	}
 	return nil
@@ -476,7 +476,7 @@ func liveUpdatesCheck(t *testing.T, lp *liveProject, hand []string, tasks, todos
 			problems = append(problems, fmt.Sprintf("%s (%s) ran %d times", it.ID, title, ran[it.ID]))
 		}
 	}
-	for _, it := range tasks.Items {
+	for _, it := range tasks.Items() {
 		if it.Status == mdstate.InProgress {
 			problems = append(problems, fmt.Sprintf("%s is stuck in progress", it.ID))
 		}

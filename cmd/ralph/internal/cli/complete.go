@@ -83,8 +83,7 @@ func itemCandidates(f *Factory, kind mdstate.Kind, keep itemFilter, typed string
 	}
 	var out []cobra.Completion
 	seen := map[string]bool{}
-	for i := range c.Items {
-		it := &c.Items[i]
+	for _, it := range c.All() {
 		if seen[it.ID] || !keep(it) {
 			continue
 		}

@@ -283,9 +283,9 @@ func newCmdTaskList(f *Factory) *cobra.Command {
 				return err
 			}
 			var items []*mdstate.Item
-			for i := range c.Items {
-				if want == "" || c.Items[i].Status == want {
-					items = append(items, &c.Items[i])
+			for _, it := range c.All() {
+				if want == "" || it.Status == want {
+					items = append(items, it)
 				}
 			}
 			if asJSON {
@@ -369,15 +369,15 @@ func newCmdItemList(f *Factory, kind mdstate.Kind) *cobra.Command {
 			}
 			if asJSON {
 				out := []ItemJSON{}
-				for i := range c.Items {
-					out = append(out, itemJSON(&c.Items[i]))
+				for _, it := range c.All() {
+					out = append(out, itemJSON(it))
 				}
 				return writeJSON(f.IO.Out, out)
 			}
-			if len(c.Items) == 0 {
+			if c.Len() == 0 {
 				fmt.Fprintf(f.IO.ErrOut, "no %ss\n", kind.Noun)
 			}
-			for _, it := range c.Items {
+			for _, it := range c.All() {
 				line := fmt.Sprintf("%-5s %-7s %s", it.ID, itemStatus(it.Status), it.Title)
 				if it.Promoted != "" {
 					line += "  (→ " + it.Promoted + ")"

@@ -115,7 +115,7 @@ func statusJSON(st *mdstate.State) StatusJSON {
 			out.Queued = q
 		}
 		c := st.Tasks.Counts()
-		out.Tasks = TaskCounts{Total: len(st.Tasks.Items), Pending: c[mdstate.Pending], InProgress: c[mdstate.InProgress],
+		out.Tasks = TaskCounts{Total: st.Tasks.Len(), Pending: c[mdstate.Pending], InProgress: c[mdstate.InProgress],
 			Done: c[mdstate.Done], Blocked: c[mdstate.Blocked], Skipped: c[mdstate.Skipped]}
 		if n := st.Tasks.Next(); n != nil {
 			id := n.ID
@@ -140,7 +140,7 @@ func openDone(c *mdstate.Checklist) OpenDone {
 	if c == nil {
 		return od
 	}
-	for _, it := range c.Items {
+	for _, it := range c.All() {
 		switch itemStatus(it.Status) {
 		case ItemDone:
 			od.Done++

@@ -129,7 +129,7 @@ func openTasks(p *mdstate.Project) (left, skipped []string) {
 	if err != nil {
 		return nil, nil
 	}
-	for _, it := range tasks.Items {
+	for _, it := range tasks.All() {
 		switch it.Status {
 		case mdstate.Done:
 		case mdstate.Skipped:
