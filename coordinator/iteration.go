@@ -451,9 +451,15 @@ func (c *Coordinator) prompt(ctx context.Context, id string) (string, []string, 
 	}
 	c.scanned = r.Project
 	text, _ := r.Prompt(PromptOptions{Task: id})
-	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
-	if err != nil {
-		return "", nil, err
+	// The guidance is the one in the tasks the prompt was built from. A
+	// message queued since goes into the next prompt, or stops this
+	// iteration if it is urgent (the context above is registered).
+	tasks := r.State.Tasks
+	if tasks == nil {
+		var err error
+		if tasks, err = c.p.LoadChecklist(mdstate.TasksKind); err != nil {
+			return "", nil, err
+		}
 	}
 	var b strings.Builder
 	b.WriteString(text)
