@@ -202,12 +202,16 @@ func (x *itemIndex) find(c *Checklist, id string) int {
 	x.once.Do(func() {
 		x.at = make(map[string]int, c.Len())
 		for i := range c.Len() {
-			if id := c.content(i).ID; x.at[id] == 0 {
-				x.at[id] = i + 1
+			id := c.content(i).ID
+			if _, dup := x.at[id]; !dup {
+				x.at[id] = i
 			}
 		}
 	})
-	return x.at[id] - 1
+	if i, ok := x.at[id]; ok {
+		return i
+	}
+	return -1
 }
 
 // Source returns the bytes the checklist was parsed from.

@@ -430,7 +430,7 @@ func (r *rework) assemble(after *Checklist, pieces []piece) (fresh []int, ok boo
 			fresh = append(fresh, p.first+i)
 		}
 	}
-	if c.Len() >= lazyItemsFrom {
+	if c.Len() >= shareItemsFrom {
 		sh := r.shareItems(pieces)
 		if len(sh.moves) == 0 && len(sh.own) == 0 {
 			after.items = sh.base
@@ -499,26 +499,10 @@ func (r *rework) copyItems(pieces []piece) []Item {
 func (r *rework) shareItems(pieces []piece) *sharedItems {
 	c := r.c
 	old := c.share()
-	// The edits move item k by cum[n], n the number of edits that start
-	// at or before it: steps at the first item past each edit's start.
-	steps := make([]itemMove, 0, len(r.edits))
-	for j, ed := range r.edits {
-		k := sort.Search(c.Len(), func(i int) bool { return c.itemStart(i) >= ed.Start })
-		if n := len(steps); n > 0 && steps[n-1].from == k {
-			steps = steps[:n-1]
-		}
-		steps = append(steps, itemMove{from: k, d: r.cum[j+1], dl: r.cumLines[j+1]})
-	}
+	steps := r.steps()
 	now := &sharedItems{base: old.base, moves: addMoves(old.moves, steps), own: make(map[int]*Item, len(old.own)+len(r.boxes)+pieceItems(pieces))}
-	stepOf := func(k int) (int, int) {
-		j := sort.Search(len(steps), func(j int) bool { return steps[j].from > k }) - 1
-		if j < 0 {
-			return 0, 0
-		}
-		return steps[j].d, steps[j].dl
-	}
 	for k, it := range old.own {
-		if d, dl := stepOf(k); d != 0 || dl != 0 {
+		if d, dl := moveAt(steps, k); d != 0 || dl != 0 {
 			moved := *it
 			moved.move(d, dl)
 			it = &moved
@@ -528,7 +512,7 @@ func (r *rework) shareItems(pieces []piece) *sharedItems {
 	for k, st := range r.boxes {
 		it := *c.Item(k)
 		it.Status = st
-		it.move(stepOf(k))
+		it.move(moveAt(steps, k))
 		now.own[k] = &it
 	}
 	for _, p := range pieces {
@@ -540,6 +524,22 @@ func (r *rework) shareItems(pieces []piece) *sharedItems {
 		return &sharedItems{base: now.flat()}
 	}
 	return now
+}
+
+// steps returns how the edits move c's items: item k by cum[n], n the
+// number of edits that start at or before it; so a step at the first item
+// that starts at or after each edit's start.
+func (r *rework) steps() []itemMove {
+	c := r.c
+	steps := make([]itemMove, 0, len(r.edits))
+	for j, ed := range r.edits {
+		k := sort.Search(c.Len(), func(i int) bool { return c.itemStart(i) >= ed.Start })
+		if n := len(steps); n > 0 && steps[n-1].from == k {
+			steps = steps[:n-1]
+		}
+		steps = append(steps, itemMove{from: k, d: r.cum[j+1], dl: r.cumLines[j+1]})
+	}
+	return steps
 }
 
 // pieceItems counts the pieces' items.

@@ -226,10 +226,10 @@ func reparseFiles() map[string]string {
 // eachItemsForm runs test with the items of a large file's versions
 // shared (items.go) from the size the code uses, and from the first item.
 func eachItemsForm(t *testing.T, test func(t *testing.T)) {
-	for _, from := range []int{lazyItemsFrom, 0} {
+	for _, from := range []int{shareItemsFrom, 0} {
 		t.Run(fmt.Sprintf("shared-from-%d", from), func(t *testing.T) {
-			defer func(was int) { lazyItemsFrom = was }(lazyItemsFrom)
-			lazyItemsFrom = from
+			defer func(was int) { shareItemsFrom = was }(shareItemsFrom)
+			shareItemsFrom = from
 			test(t)
 		})
 	}
@@ -352,9 +352,9 @@ func FuzzReparse(f *testing.F) {
 	}
 	addCorpusSeeds(f, func(data []byte) { f.Add(data, uint64(2)) })
 	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
-		defer func(was int) { lazyItemsFrom = was }(lazyItemsFrom)
+		defer func(was int) { shareItemsFrom = was }(shareItemsFrom)
 		if seed%2 == 1 {
-			lazyItemsFrom = 0 // every version's items shared
+			shareItemsFrom = 0 // every version's items shared
 		}
 		chainEdits(t, "fuzz", data, seed, 8)
 	})

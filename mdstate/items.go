@@ -20,10 +20,10 @@ import (
 // version that would gather more than moveLimit moves or ownLimit copies
 // gets an array of its own instead, and the next ones share that.
 
-// lazyItemsFrom is how many items a checklist needs before its edits
+// shareItemsFrom is how many items a checklist needs before its edits
 // share them; below it a copy costs less than the lookups. Tests set it
 // to 0 to read every version through the shared form.
-var lazyItemsFrom = 512
+var shareItemsFrom = 512
 
 // moveLimit and ownLimit bound a shared version's moves and own copies.
 const (
@@ -32,9 +32,9 @@ const (
 )
 
 // sharedItems are the items of a version made by an edit: base, moved
-// as moves say, with own in place of the items the version read anew.
-// Nothing in it is written once it is made; versions share base and the
-// copies in own.
+// as moves say, with own in place of the items the version changed or
+// read anew. Nothing in it is written once it is made; versions share
+// base and the copies in own.
 type sharedItems struct {
 	base  []Item
 	moves []itemMove // sorted by from
@@ -47,13 +47,13 @@ type itemMove struct {
 	from, d, dl int
 }
 
-// moveOf returns how far item i is from where base has it.
-func (s *sharedItems) moveOf(i int) (d, dl int) {
-	j := sort.Search(len(s.moves), func(j int) bool { return s.moves[j].from > i }) - 1
+// moveAt returns how far moves (sorted by from) move item i.
+func moveAt(moves []itemMove, i int) (d, dl int) {
+	j := sort.Search(len(moves), func(j int) bool { return moves[j].from > i }) - 1
 	if j < 0 {
 		return 0, 0
 	}
-	return s.moves[j].d, s.moves[j].dl
+	return moves[j].d, moves[j].dl
 }
 
 // item returns item i as this version reads it. An item where base has it
@@ -62,7 +62,7 @@ func (s *sharedItems) item(i int) *Item {
 	if it, ok := s.own[i]; ok {
 		return it
 	}
-	d, dl := s.moveOf(i)
+	d, dl := moveAt(s.moves, i)
 	if d == 0 && dl == 0 {
 		return &s.base[i]
 	}
@@ -85,7 +85,7 @@ func (s *sharedItems) start(i int) int {
 	if it, ok := s.own[i]; ok {
 		return it.Span.Start
 	}
-	d, _ := s.moveOf(i)
+	d, _ := moveAt(s.moves, i)
 	return s.base[i].Span.Start + d
 }
 
