@@ -61,6 +61,10 @@ func BenchmarkLoopOverhead(b *testing.B) {
 // the medians over the ops are reported, with min and max. GOGC is 400,
 // as cmd/ralph sets it.
 //
+// "10000-vs-200" runs both sizes in each op, in turns, and reports the
+// ratio of their CPU an iteration: the goal, side by side in one
+// run, where this machine's drift between runs of one size is 20-40 %.
+//
 //	go test ./coordinator -run '^$' -bench LoopIteration -benchtime 10x
 //
 // Count the system calls of one size with strace -f -c on the test binary
@@ -72,32 +76,62 @@ func BenchmarkLoopIteration(b *testing.B) {
 			files := bigProjectFiles(b, tasks)
 			var cpu, wall []time.Duration
 			for b.Loop() {
-				b.StopTimer()
-				dir := b.TempDir()
-				for name, data := range files {
-					if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-						b.Fatal(err)
-					}
-				}
-				var at []iterationClock
-				ag := &fakeAgent{before: func(int) { at = append(at, readIterationClock(b)) }}
-				co := newCoordinator(b, Options{Root: dir, Agent: ag, MaxIterations: loopIterations + 1})
-				b.StartTimer()
-				out, _ := runAll(b, b.Context(), co)
-				b.StopTimer()
-				if out.Iterations != loopIterations+1 || len(at) != loopIterations+1 {
-					b.Fatalf("outcome %+v after %d agent calls", out, len(at))
-				}
-				first, last := at[0], at[len(at)-1]
-				cpu = append(cpu, (last.cpu-first.cpu)/loopIterations)
-				wall = append(wall, last.wall.Sub(first.wall)/loopIterations)
-				co.Close()
-				b.StartTimer()
+				c, w := iterationCost(b, files)
+				cpu, wall = append(cpu, c), append(wall, w)
 			}
 			reportSpread(b, "cpu", cpu)
 			reportSpread(b, "wall", wall)
 		})
 	}
+	b.Run("tasks=10000-vs-200", func(b *testing.B) {
+		small, big := bigProjectFiles(b, 200), bigProjectFiles(b, 10000)
+		var ratios []float64
+		var smallCPU, bigCPU []time.Duration
+		for n := 0; b.Loop(); n++ {
+			var s, g time.Duration
+			if n%2 == 0 {
+				s, _ = iterationCost(b, small)
+				g, _ = iterationCost(b, big)
+			} else {
+				g, _ = iterationCost(b, big)
+				s, _ = iterationCost(b, small)
+			}
+			smallCPU, bigCPU = append(smallCPU, s), append(bigCPU, g)
+			ratios = append(ratios, float64(g)/float64(s))
+		}
+		slices.Sort(ratios)
+		b.ReportMetric(ratios[len(ratios)/2], "ratio")
+		b.ReportMetric(ratios[0], "ratio-min")
+		b.ReportMetric(ratios[len(ratios)-1], "ratio-max")
+		reportSpread(b, "cpu-200", smallCPU)
+		reportSpread(b, "cpu-10000", bigCPU)
+	})
+}
+
+// iterationCost runs the coordinator on a fresh copy of files until its
+// 21st agent call, and returns the CPU and the wall time of the 20
+// iterations between the first call and the last. Only the run is timed.
+func iterationCost(b *testing.B, files map[string][]byte) (cpu, wall time.Duration) {
+	b.StopTimer()
+	defer b.StartTimer()
+	dir := b.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var at []iterationClock
+	ag := &fakeAgent{before: func(int) { at = append(at, readIterationClock(b)) }}
+	co := newCoordinator(b, Options{Root: dir, Agent: ag, MaxIterations: loopIterations + 1})
+	defer co.Close()
+	b.StartTimer()
+	out, _ := runAll(b, b.Context(), co)
+	b.StopTimer()
+	if out.Iterations != loopIterations+1 || len(at) != loopIterations+1 {
+		b.Fatalf("outcome %+v after %d agent calls", out, len(at))
+	}
+	first, last := at[0], at[len(at)-1]
+	return (last.cpu - first.cpu) / loopIterations, last.wall.Sub(first.wall) / loopIterations
 }
 
 // loopIterations is how many whole iterations BenchmarkLoopIteration
