@@ -77,6 +77,9 @@ type Project struct {
 	FlushLater bool
 
 	mu sync.Mutex
+	// resolved is Root with its links resolved (realRoot).
+	resolveOnce sync.Once
+	resolved    string
 	// parsed holds the last parse of each checklist ralph read or wrote.
 	// It is used only while the file's bytes are exactly the ones parsed,
 	// so a coordinator that edits in a loop parses once per edit (the
@@ -137,6 +140,18 @@ func Open(root string) *Project {
 
 // Path returns the path of a state file.
 func (p *Project) Path(name string) string { return filepath.Join(p.Root, name) }
+
+// realRoot returns Root with its links resolved, as a save's path is
+// (newSave), worked out once.
+func (p *Project) realRoot() string {
+	p.resolveOnce.Do(func() {
+		p.resolved = filepath.Clean(p.Root)
+		if r, err := filepath.EvalSymlinks(p.Root); err == nil {
+			p.resolved = r
+		}
+	})
+	return p.resolved
+}
 
 // LoadChecklist reads and parses a checklist file. A missing file is an
 // error wrapping fs.ErrNotExist; a file this Project saw with bytes is

@@ -32,8 +32,9 @@ import (
 // sparePath is where the saves of s's file keep their spare, "" where
 // they keep none: without the exchange, or for a file outside the project
 // root's folder (a link's target), which may be on another file system.
+// A root reached through a link is its target: s.path is resolved too.
 func (s *save) sparePath() string {
-	if !keepsSpares || !useExchange || filepath.Dir(s.path) != filepath.Clean(s.p.Root) {
+	if !keepsSpares || !useExchange || filepath.Dir(s.path) != s.p.realRoot() {
 		return ""
 	}
 	return filepath.Join(s.p.Root, RuntimeDir, "spare-"+filepath.Base(s.path))

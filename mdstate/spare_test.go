@@ -30,6 +30,18 @@ func newSpareTest(t *testing.T) *spareTest {
 	return &spareTest{t: t, dir: dir, p: Open(dir)}
 }
 
+// newLinkedSpareTest is newSpareTest with the project opened through a
+// link to its folder.
+func newLinkedSpareTest(t *testing.T) *spareTest {
+	s := newSpareTest(t)
+	link := filepath.Join(t.TempDir(), "project")
+	if err := os.Symlink(s.dir, link); err != nil {
+		t.Fatal(err)
+	}
+	s.p = Open(link)
+	return s
+}
+
 // save marks the next task done, and returns what the file held before.
 func (s *spareTest) save() string {
 	s.t.Helper()
@@ -59,7 +71,11 @@ func inode(t *testing.T, path string) uint64 {
 // writes its version over the spare: the file in place is the spare's
 // inode, with the new bytes, and the spare is then the version before.
 func TestSaveReusesItsSpare(t *testing.T) {
-	s := newSpareTest(t)
+	t.Run("root", func(t *testing.T) { testSaveReusesItsSpare(t, newSpareTest(t)) })
+	t.Run("root through a link", func(t *testing.T) { testSaveReusesItsSpare(t, newLinkedSpareTest(t)) })
+}
+
+func testSaveReusesItsSpare(t *testing.T, s *spareTest) {
 	first := s.save()
 	if got := readFile(t, s.spare()); got != first {
 		t.Fatalf("spare after the first save =\n%s\nwant the version it replaced\n%s", got, first)
