@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/yuin/goldmark/ast"
 )
@@ -187,7 +186,7 @@ type Checklist struct {
 	ids *itemIndex
 	// ready holds Ready's answer (ready.go), counts Counts'.
 	ready  readyList
-	counts statusTally
+	counts versionAnswer[map[Status]int]
 }
 
 // itemIndex maps each ID to the first item with it, built on first use.
@@ -836,35 +835,18 @@ func (c *Checklist) Next() *Item {
 // Counts returns how many items have each status.
 func (c *Checklist) Counts() map[Status]int { return maps.Clone(c.tally()) }
 
-// statusTally is Counts' answer, worked out once per version. A version
-// an edit made (reparse) works it out from the answer of the version it
-// was made from, where that has one: only the items in changed can have
-// another status.
-type statusTally struct {
-	once    sync.Once
-	done    atomic.Bool
-	n       map[Status]int
-	from    *Checklist
-	changed []int
-}
-
+// tally is Counts' answer: from the last version's, the items an edit
+// changed counted again.
 func (c *Checklist) tally() map[Status]int {
-	t := &c.counts
-	t.once.Do(func() {
-		if f := t.from; f != nil && f.counts.done.Load() {
-			t.n = maps.Clone(f.counts.n)
-			for _, i := range t.changed {
-				t.n[f.content(i).Status]--
-				t.n[c.content(i).Status]++
-			}
-			maps.DeleteFunc(t.n, func(_ Status, n int) bool { return n == 0 })
-		} else {
-			t.n = c.countAll()
+	return c.counts.get(c.countAll, func(from *Checklist, prev map[Status]int, changed []int) map[Status]int {
+		n := maps.Clone(prev)
+		for _, i := range changed {
+			n[from.content(i).Status]--
+			n[c.content(i).Status]++
 		}
-		t.from, t.changed = nil, nil
-		t.done.Store(true)
+		maps.DeleteFunc(n, func(_ Status, k int) bool { return k == 0 })
+		return n
 	})
-	return t.n
 }
 
 // countAll counts every item's status.

@@ -257,12 +257,8 @@ func (r *rework) build() (*Checklist, []int) {
 	slices.Sort(changed)
 	changed = slices.Compact(changed)
 	after.ready.deps = c.ready.deps
-	if c.ready.done.Load() {
-		after.ready.from, after.ready.changed = c, changed
-	}
-	if c.counts.done.Load() {
-		after.counts.from, after.counts.changed = c, changed
-	}
+	after.ready.follow(&c.ready.versionAnswer, c, changed)
+	after.counts.follow(&c.counts, c, changed)
 	return after, fresh
 }
 
@@ -430,15 +426,10 @@ func (r *rework) assemble(after *Checklist, pieces []piece) (fresh []int, ok boo
 			fresh = append(fresh, p.first+i)
 		}
 	}
-	if c.Len() >= shareItemsFrom {
-		sh := r.shareItems(pieces)
-		if len(sh.moves) == 0 && len(sh.own) == 0 {
-			after.items = sh.base
-		} else {
-			after.shared = sh
-		}
+	if sh := r.shareItems(pieces); len(sh.moves) == 0 && len(sh.own) == 0 {
+		after.items = sh.base
 	} else {
-		after.items = r.copyItems(pieces)
+		after.shared = sh
 	}
 	var walkWarns []Warning
 	oldWalk := c.Warnings[:c.walkWarns]
@@ -468,39 +459,15 @@ func (r *rework) assemble(after *Checklist, pieces []piece) (fresh []int, ok boo
 	return fresh, true
 }
 
-// copyItems returns after's items in an array of their own.
-func (r *rework) copyItems(pieces []piece) []Item {
-	c := r.c
-	items := slices.Clone(c.Items())
-	for k, st := range r.boxes {
-		items[k].Status = st
-	}
-	// Moved by the edits before them: every item from the first edit on
-	// (a piece's are read where they are now).
-	j, d, dl := 0, 0, 0
-	for k := max(c.itemAt(r.edits[0].Start), 0); k < len(items); k++ {
-		for j < len(r.edits) && r.edits[j].Start <= c.itemStart(k) {
-			d, dl = r.cum[j+1], r.cumLines[j+1]
-			j++
-		}
-		if d != 0 || dl != 0 {
-			items[k].move(d, dl)
-		}
-	}
-	for _, p := range pieces {
-		copy(items[p.first:], p.items)
-	}
-	return items
-}
-
 // shareItems returns after's items as c's, moved by the edits, with
 // copies of those whose checkbox changed and the pieces' in place of the
-// ones they replace (items.go).
+// ones they replace (items.go). Those of a small checklist, or of a
+// version past the bounds of sharing, are in an array of their own.
 func (r *rework) shareItems(pieces []piece) *sharedItems {
 	c := r.c
 	old := c.share()
 	steps := r.steps()
-	now := &sharedItems{base: old.base, moves: addMoves(old.moves, steps), own: make(map[int]*Item, len(old.own)+len(r.boxes)+pieceItems(pieces))}
+	now := &sharedItems{base: old.base, moves: addMoves(old.moves, steps), own: make(map[int]*Item, len(old.own)+len(r.boxes))}
 	for k, it := range old.own {
 		if d, dl := moveAt(steps, k); d != 0 || dl != 0 {
 			moved := *it
@@ -520,7 +487,7 @@ func (r *rework) shareItems(pieces []piece) *sharedItems {
 			now.own[p.first+i] = &p.items[i]
 		}
 	}
-	if len(now.moves) > moveLimit || len(now.own) > ownLimit {
+	if c.Len() < shareItemsFrom || len(now.moves) > moveLimit || len(now.own) > ownLimit {
 		return &sharedItems{base: now.flat()}
 	}
 	return now
@@ -540,15 +507,6 @@ func (r *rework) steps() []itemMove {
 		steps = append(steps, itemMove{from: k, d: r.cum[j+1], dl: r.cumLines[j+1]})
 	}
 	return steps
-}
-
-// pieceItems counts the pieces' items.
-func pieceItems(pieces []piece) int {
-	n := 0
-	for _, p := range pieces {
-		n += len(p.items)
-	}
-	return n
 }
 
 // addMoves returns the moves of a and b together: how far an item is

@@ -14,19 +14,51 @@ import (
 // are looked at again.
 
 // readyList is a checklist's ready tasks, by index in Items, in the order
-// Ready gives them; worked out once, on first use.
+// Ready gives them.
 type readyList struct {
-	once sync.Once
-	done atomic.Bool
-	idx  []int
-	// from is the checklist this one was made from by an edit (reparse),
-	// and changed the items whose status or priority may differ from
-	// from's: the answer is from's, looked at again there.
-	from    *Checklist
-	changed []int
+	versionAnswer[[]int]
 	// deps maps an ID to the items that wait for it; shared by the
 	// versions whose IDs and dependencies are the same.
 	deps *dependents
+}
+
+// versionAnswer is an answer about a checklist (Ready's, Counts'), worked
+// out once, on first use. A version that an edit made (reparse) works it
+// out from the answer of the version it was made from, when that one had
+// it by then: only the items in changed can make them differ.
+type versionAnswer[T any] struct {
+	once sync.Once
+	done atomic.Bool
+	v    T
+	// prev is the answer of from, the version this one was made from;
+	// nil when this one is worked out whole.
+	prev    *versionAnswer[T]
+	from    *Checklist
+	changed []int
+}
+
+// follow makes a's answer the one of an edit of from, whose answer is
+// prev, that may have changed the items changed; a stays whole unless
+// prev is worked out.
+func (a *versionAnswer[T]) follow(prev *versionAnswer[T], from *Checklist, changed []int) {
+	if prev.done.Load() {
+		a.prev, a.from, a.changed = prev, from, changed
+	}
+}
+
+// get returns the answer: whole works it out from nothing, since from the
+// answer of the version this one was made from.
+func (a *versionAnswer[T]) get(whole func() T, since func(from *Checklist, prev T, changed []int) T) T {
+	a.once.Do(func() {
+		if a.prev != nil && a.prev.done.Load() {
+			a.v = since(a.from, a.prev.v, a.changed)
+		} else {
+			a.v = whole()
+		}
+		a.prev, a.from, a.changed = nil, nil, nil
+		a.done.Store(true)
+	})
+	return a.v
 }
 
 // dependents maps each ID to the indexes of the items that wait for it,
@@ -50,17 +82,9 @@ func (d *dependents) on(c *Checklist, id string) []int {
 
 // readyIndexes returns the indexes of the ready items, in Ready's order.
 func (c *Checklist) readyIndexes() []int {
-	r := &c.ready
-	r.once.Do(func() {
-		if f := r.from; f != nil && f.ready.done.Load() && r.deps != nil {
-			r.idx = c.readyFrom(f.ready.idx, r.changed)
-		} else {
-			r.idx = c.findReady()
-		}
-		r.from, r.changed = nil, nil
-		r.done.Store(true)
+	return c.ready.get(c.findReady, func(_ *Checklist, old, changed []int) []int {
+		return c.readyFrom(old, changed)
 	})
-	return r.idx
 }
 
 // readyKey orders ready items: priority 1 first, then 2, …, then those
