@@ -13,9 +13,9 @@ import (
 // BenchmarkSpareWrite is the file-system part of a state file's write,
 // the two ways: a new temporary file (create, write, flush, exchange,
 // unlink of the replaced file) and the spare written over (its blocks
-// rewritten, a data flush, a rename beside the file, the exchange, the
-// replaced file renamed to be the next spare). Sizes: a small task file
-// and a 10,000-task one.
+// rewritten where they differ from the version it holds, a data flush, a
+// rename beside the file, the exchange, the replaced file renamed to be
+// the next spare). Sizes: a small task file and a 10,000-task one.
 //
 //	go test ./mdstate -run '^$' -bench SpareWrite -benchtime 200x
 func BenchmarkSpareWrite(b *testing.B) {
@@ -38,8 +38,9 @@ func BenchmarkSpareWrite(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("spare/%dKB", size>>10), func(b *testing.B) {
 			path, spare := spareBenchFiles(b, data)
-			for b.Loop() {
-				tmp, _, err := reuseSpare(spare, path, data, 0o644)
+			versions := spareBenchVersions(data)
+			for n := 0; b.Loop(); n++ {
+				tmp, _, err := reuseSpare(spare, path, versions[n%len(versions)], 0o644)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -52,6 +53,22 @@ func BenchmarkSpareWrite(b *testing.B) {
 			}
 		})
 	}
+}
+
+// spareBenchVersions are three versions of data, as three saves of a
+// task file leave it: each has a box ticked at its own place and its own
+// session line at the end. The spare a save writes over holds the version
+// before last, so it differs from the new one in two places.
+func spareBenchVersions(data []byte) [][]byte {
+	var vs [][]byte
+	for k := range 3 {
+		v := bytes.Clone(data)
+		at := len(v) * (k + 1) / 4
+		at -= at % 17 // the start of a "- [ ] T1: a task" line
+		v[at+3] = 'x'
+		vs = append(vs, fmt.Appendf(v, "- updated: 2026-11-24T10:00:0%dZ\n", k))
+	}
+	return vs
 }
 
 // spareBenchFiles makes a state file and its spare holding data.

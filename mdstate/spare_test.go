@@ -3,7 +3,9 @@
 package mdstate
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -236,4 +238,79 @@ func TestFlushLaterSave(t *testing.T) {
 	if pending() {
 		t.Error("a save with a record left its folder flush for later")
 	}
+}
+
+// TestWriteChanged writes one version over another, of every size around
+// the page and the compare chunk, with changes at their edges: the file
+// ends up holding the new version, however little of it was written.
+func TestWriteChanged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []int{0, 1, sparePage - 1, sparePage, sparePage + 1, 3 * sparePage, compareChunk - 1, compareChunk, compareChunk + 1, 2*compareChunk + 5000}
+	path := filepath.Join(t.TempDir(), "spare")
+	for _, oldSize := range sizes {
+		for _, newSize := range sizes {
+			for _, at := range []int{0, sparePage - 1, sparePage, compareChunk - 1, compareChunk, newSize - 1} {
+				old := randomBytes(rng, oldSize)
+				want := append([]byte(nil), old[:min(oldSize, newSize)]...)
+				want = append(want, randomBytes(rng, newSize-len(want))...)
+				if at >= 0 && at < newSize {
+					want[at]++
+				}
+				if err := os.WriteFile(path, old, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.OpenFile(path, os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = writeChanged(f, want)
+				if err == nil {
+					err = f.Truncate(int64(newSize))
+				}
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%d bytes over %d, changed at %d: the file differs from what was written", newSize, oldSize, at)
+				}
+			}
+		}
+	}
+}
+
+// TestWriteChangedPastTheEnd writes a version longer than the file,
+// whose part past the file's end repeats bytes read before: what is past
+// the end is written, whatever the compare buffer last held.
+func TestWriteChangedPastTheEnd(t *testing.T) {
+	c := randomBytes(rand.New(rand.NewPCG(3, 4)), compareChunk)
+	old := append(append([]byte(nil), c...), c[:compareChunk/2]...)
+	want := append(append([]byte(nil), c...), c...)
+	path := filepath.Join(t.TempDir(), "spare")
+	if err := os.WriteFile(path, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := writeChanged(f, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+		t.Fatalf("the file holds %d bytes, %d were written", len(got), len(want))
+	}
+}
+
+func randomBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
 }
