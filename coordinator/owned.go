@@ -101,19 +101,15 @@ func (p taskPlan) personal(id string) (mdstate.Status, bool) {
 func (o *ownEdits) reconcileTasks(e *mdstate.ChecklistEdit, except string) (taskPlan, error) {
 	c := e.Checklist()
 	plan := taskPlan{rolledBack: o.rolledBack(c), taken: map[string]mdstate.Status{}}
-	ids := make([]string, 0, len(o.tasks))
-	for id := range o.tasks {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		m := o.tasks[id]
-		it := c.Find(id)
+	// Every write looks at every task of the session's: a status and a
+	// map lookup each, no copy of an item and no sort of the IDs.
+	for id, m := range o.tasks {
+		st, ok := c.StatusOf(id)
 		switch {
-		case it == nil:
+		case !ok:
 			plan.taken[id] = ""
-		case it.Status == m.status:
-		case plan.rolledBack && slices.Contains(m.before, it.Status):
+		case st == m.status:
+		case plan.rolledBack && slices.Contains(m.before, st):
 			if id == except {
 				continue
 			}
@@ -122,9 +118,10 @@ func (o *ownEdits) reconcileTasks(e *mdstate.ChecklistEdit, except string) (task
 			}
 			plan.restored = append(plan.restored, id+" "+string(m.status))
 		default:
-			plan.taken[id] = it.Status
+			plan.taken[id] = st
 		}
 	}
+	slices.Sort(plan.restored)
 	return plan, nil
 }
 

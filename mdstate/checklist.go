@@ -226,6 +226,15 @@ func (c *Checklist) Find(id string) *Item {
 	return nil
 }
 
+// StatusOf returns the status of the item with the given ID (Find's),
+// and false when there is none. It copies no item, whatever the version.
+func (c *Checklist) StatusOf(id string) (Status, bool) {
+	if i := c.indexOf(normID(id)); i >= 0 {
+		return c.content(i).Status, true
+	}
+	return "", false
+}
+
 // indexOf returns the index of the first item with the normalized ID, or
 // -1. A Checklist built by hand (a test's) has no index: it scans.
 func (c *Checklist) indexOf(id string) int {
@@ -287,6 +296,9 @@ func normID(id string) string {
 		return id
 	}
 	if n := strings.TrimLeft(id[1:], "0"); n != "" {
+		if len(n) == len(id)-1 {
+			return id // no zeros to drop: no new string
+		}
 		return id[:1] + n
 	}
 	return id[:1] + "0"

@@ -18,3 +18,21 @@ func TestIDRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestNormID: IDs compare without case, spaces round them or zeros before
+// their number; one already in its normal form is returned as it is,
+// without a new string (Find and StatusOf run it for every lookup).
+func TestNormID(t *testing.T) {
+	for in, want := range map[string]string{
+		"T7": "T7", "t007": "T7", " T12 ": "T12", "T0": "T0", "T000": "T0", "T10": "T10",
+		"abc": "ABC", "x-1": "X-1", "7": "7",
+	} {
+		if got := normID(in); got != want {
+			t.Errorf("normID(%q) = %q, want %q", in, got, want)
+		}
+	}
+	id := "T1234"
+	if n := testing.AllocsPerRun(100, func() { _ = normID(id) }); n != 0 {
+		t.Errorf("normID of a normal ID allocates %v times", n)
+	}
+}

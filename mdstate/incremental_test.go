@@ -50,6 +50,14 @@ func sameParse(t *testing.T, step string, got, want *Checklist) {
 	for i := range got.Items() {
 		sameItem("Items", i, &got.Items()[i])
 	}
+	for _, it := range want.All() {
+		if it.ID == "" {
+			continue
+		}
+		if st, ok := got.StatusOf(strings.ToLower(it.ID)); !ok || st != want.Find(it.ID).Status {
+			t.Fatalf("%s: StatusOf(%s) is %q, %v; Find reads %q", step, it.ID, st, ok, want.Find(it.ID).Status)
+		}
+	}
 	if !reflect.DeepEqual(got.Warnings, want.Warnings) || got.walkWarns != want.walkWarns {
 		t.Fatalf("%s: warnings %v (%d from the walk), a whole parse reads %v (%d)", step, got.Warnings, got.walkWarns, want.Warnings, want.walkWarns)
 	}
