@@ -9,31 +9,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fineGrained reports whether the file system f is on (device dev) gives
-// every change made after a stat of a file a ctime that differs from the
-// one that stat saw. Linux does from 6.13 on ext4, xfs, btrfs and tmpfs
+// fineGrained reports whether the file system of the file f gives every
+// change made after a stat of a file a ctime that differs from the one
+// that stat saw. Linux does from 6.13 on ext4, xfs, btrfs and tmpfs
 // (multigrain timestamps: a ctime that was read is followed by a
 // fine-grained one, not one from the same clock tick). Elsewhere two
-// writes in one tick may leave the same ctime. What a file system is is
-// asked once per device.
-func fineGrained(f *os.File, dev uint64) bool {
+// writes in one tick may leave the same ctime. The file system is asked
+// each time (a statfs, a microsecond): a device may be mounted again with
+// another.
+func fineGrained(f *os.File) bool {
 	if !multigrainKernel() {
 		return false
 	}
-	if v, ok := fineGrainedDevs.Load(dev); ok {
-		return v.(bool)
-	}
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
-		return false // asked again next time
+		return false
 	}
-	fine := multigrainFS(int64(st.Type))
-	fineGrainedDevs.Store(dev, fine)
-	return fine
+	return multigrainFS(int64(st.Type))
 }
-
-// fineGrainedDevs is fineGrained's answer for each device asked.
-var fineGrainedDevs sync.Map // uint64 → bool
 
 // multigrainFS reports whether the file system of magic number magic
 // has multigrain timestamps (on a kernel that has them).

@@ -39,7 +39,7 @@ type fileVersion struct {
 // wrote the file in between (fineGrained).
 func versionOf(f *os.File, fi fs.FileInfo) (fileVersion, bool) {
 	id, ok := statID(fi)
-	if !ok || !fineGrained(f, id.dev) {
+	if !ok || !fineGrained(f) {
 		return fileVersion{}, false
 	}
 	return fileVersion{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano()}, true
