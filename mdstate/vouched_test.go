@@ -195,3 +195,46 @@ func TestReleaseAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// TestSaveKeepsASameSizeEditWithItsMtimePutBack: ralph reads the task
+// file (a compare vouches for it), a person ticks a box in place, same
+// size, and puts the mtime back; ralph's next save must build on their
+// version, every time, not on the one it vouched for.
+func TestSaveKeepsASameSizeEditWithItsMtimePutBack(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, TasksFile)
+	var b []byte
+	b = append(b, "# Tasks\n\n"...)
+	for i := 1; i <= 600; i++ { // past shareItemsFrom: versions share items
+		b = fmt.Appendf(b, "- [ ] T%d: Task %d\n", i, i)
+	}
+	writeFile(t, path, string(b), 0o644)
+	p := Open(dir)
+	for round := 1; round <= 40; round++ {
+		if _, err := p.LoadChecklist(TasksKind); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs := fmt.Sprintf("- [ ] T%d: Task %d\n", 300+round, 300+round)
+		i := bytes.Index(data, []byte(theirs))
+		if i < 0 {
+			t.Fatalf("round %d: no line %q", round, theirs)
+		}
+		data[i+3] = 'x'
+		rewriteKeepingTimes(t, path, data)
+		ours := fmt.Sprintf("T%d", round)
+		if _, err := p.UpdateChecklist(TasksKind, func(e *ChecklistEdit) error { return e.SetStatus(ours, Done) }); err != nil {
+			t.Fatal(err)
+		}
+		got := readFile(t, path)
+		if !strings.Contains(got, fmt.Sprintf("- [x] T%d: Task %d\n", 300+round, 300+round)) {
+			t.Fatalf("round %d: the person's tick on T%d is lost", round, 300+round)
+		}
+		if !strings.Contains(got, fmt.Sprintf("- [x] T%d: Task %d\n", round, round)) {
+			t.Fatalf("round %d: ralph's tick on %s is missing", round, ours)
+		}
+	}
+}
