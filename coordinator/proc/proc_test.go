@@ -157,9 +157,11 @@ func TestStopUsesTheCausesGrace(t *testing.T) {
 func TestHardStopBoundsTheWaitForPipes(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	var out proctest.SyncBuffer
+	// The grandchild prints its PID only once it has left the group, so
+	// the stop cannot catch it still inside.
 	p, err := Start(ctx, Cmd{
 		Name:  "sh",
-		Args:  []string{"-c", `setsid sleep 60 & echo $!; wait`},
+		Args:  []string{"-c", `setsid sh -c 'echo $$; exec sleep 60' & wait`},
 		Grace: 30 * time.Second,
 	}, &out, &out)
 	if err != nil {
