@@ -190,13 +190,13 @@ func (r *Report) otherTasksBlock(cur *mdstate.Item, limit int) []block {
 		size += itemSize(it)
 	}
 	var readyIDs []string
-	for t := range tasks.EachReady() {
+	for id, title := range tasks.EachReadyTitle() {
 		if full() {
 			return []block{bl}
 		}
-		readyIDs = append(readyIDs, t.ID)
-		if cur == nil || t.ID != cur.ID {
-			add("- " + t.ID + " (ready): " + t.Title)
+		readyIDs = append(readyIDs, id)
+		if cur == nil || id != cur.ID {
+			add("- " + id + " (ready): " + title)
 		}
 	}
 	isReady := make(map[string]bool, len(readyIDs))

@@ -88,6 +88,16 @@ func sameParse(t *testing.T, step string, got, want *Checklist) {
 	if g, w := ids(got.Ready()), ids(want.Ready()); !reflect.DeepEqual(g, w) {
 		t.Fatalf("%s: ready %v, a whole parse reads %v", step, g, w)
 	}
+	var titles, wantTitles []string
+	for id, title := range got.EachReadyTitle() {
+		titles = append(titles, id+" "+title)
+	}
+	for _, it := range want.Ready() {
+		wantTitles = append(wantTitles, it.ID+" "+it.Title)
+	}
+	if !reflect.DeepEqual(titles, wantTitles) {
+		t.Fatalf("%s: EachReadyTitle yields %q, a whole parse reads %q", step, titles, wantTitles)
+	}
 	for _, it := range want.Items() {
 		if g := got.Find(it.ID); g == nil || g.Line != it.Line {
 			t.Fatalf("%s: Find(%s) = %+v", step, it.ID, g)
