@@ -91,6 +91,12 @@ type Options struct {
 	// end that shows a live session wants it; a test may call Notify
 	// itself.
 	Watch bool
+	// SingleRun says the coordinator makes one run and is then closed
+	// (ralph run): the watcher is closed as soon as the run's loop ends,
+	// beside the run's last writes, not after them. Closing a watch waits
+	// out a kernel grace period (7-15 ms here) that would otherwise end
+	// every run.
+	SingleRun bool
 	// Registry, when set, is told when a session starts and ends: the
 	// machine's list of projects, for `ralph sessions --all`.
 	Registry *registry.Registry
@@ -383,6 +389,13 @@ func (c *Coordinator) Close() {
 	}
 	c.events.close()
 	c.lock.Release()
+}
+
+// closeWatcherSoon starts closing the watcher, if any; Close waits for it.
+func (c *Coordinator) closeWatcherSoon() {
+	if c.watcher != nil {
+		go func() { _ = c.watcher.Close() }()
+	}
 }
 
 // SetAgent changes the agent, model and permission mode of the turns and

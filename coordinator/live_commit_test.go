@@ -23,6 +23,8 @@ func TestTakenBeforeAgentStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err) // CI installs git; a skip would hide the test
 	}
+	// A repository, as --commit is for: outside one ralph starts no git.
+	dir := commitProject(t, tasksMD(2))
 	bin := t.TempDir()
 	mark := filepath.Join(bin, "status-started")
 	script := "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = status ]; then touch " + mark + "; sleep 1.5; break; fi; done\nexec " + real + " \"$@\"\n"
@@ -31,7 +33,6 @@ func TestTakenBeforeAgentStarts(t *testing.T) {
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
 	// No call blocks: the test reads which task the first one was for.
 	ba := &blockingAgent{started: make(chan int, 8)}
 	co := newCoordinator(t, Options{Root: dir, Agent: ba, Watch: true, Commit: true})

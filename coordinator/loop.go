@@ -43,6 +43,11 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 		_ = c.opts.Registry.Record(c.opts.Root, c.session.ID, c.opts.Now())
 	}()
 	out, err := c.loop(ctx)
+	if c.opts.SingleRun {
+		// Nothing the watcher tells matters once the loop is over: the
+		// last writes take a person's edits in themselves.
+		c.closeWatcherSoon()
+	}
 	return c.finish(out, err)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,6 +96,36 @@ var ErrNoCLI = errors.New("git status unavailable from the git CLI")
 // not on PATH. It is not worth mentioning beside a fallback's failure.
 var errNoGit = errors.New("no git CLI")
 
+// outsideRepository reports whether git, run in dir, could find no
+// repository: nothing named .git in dir or any folder above it, dir not a
+// git folder itself, and none named by git's environment (GIT_DIR and the
+// like). Where it cannot tell (a folder it may not read), it says false,
+// and git is asked.
+func outsideRepository(dir string) bool {
+	for _, name := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR"} {
+		if os.Getenv(name) != "" {
+			return false
+		}
+	}
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for {
+		if _, err := os.Lstat(filepath.Join(d, gitDirName)); !errors.Is(err, fs.ErrNotExist) {
+			return false // there, or unreadable
+		}
+		if isGitDir(d) {
+			return false
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return true
+		}
+		d = parent
+	}
+}
+
 // findGit reports whether run can run git.
 func findGit(run Runner) error {
 	if run == nil {
@@ -134,6 +165,10 @@ func (r *Repo) orFallback(ctx context.Context, timeout time.Duration, st Status,
 // Status with a Reason, not an error, since the fallback would only be
 // slower.
 func cliStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (Status, error) {
+	if outsideRepository(dir) {
+		// git would only say so: starting it costs a millisecond or more.
+		return Status{}, fmt.Errorf("%w: %w", ErrNoCLI, ErrNotRepo)
+	}
 	if err := findGit(run); err != nil {
 		return Status{}, fmt.Errorf("%w: %w", ErrNoCLI, err)
 	}

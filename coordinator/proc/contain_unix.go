@@ -176,7 +176,11 @@ func supervise(args []string) int {
 	}
 
 	exited := make(chan syscall.WaitStatus, 1)
-	go reap(pid, exited)
+	childless := make(chan struct{})
+	go func() {
+		defer close(childless)
+		reap(pid, exited)
+	}()
 	ralphGone := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(io.Discard, life)
@@ -198,7 +202,7 @@ wait:
 			}
 		}
 	}
-	sweep(pid)
+	sweep(pid, childless)
 	if !ended {
 		select {
 		case status = <-exited:
@@ -246,12 +250,29 @@ func reap(child int, exited chan<- syscall.WaitStatus) {
 // the supervisor, over and over until a look finds none: a process forked
 // between a look and a kill is found by the next look (a killed parent's
 // children are the subreaper's). Zombies are dead already.
-func sweep(child int) {
+//
+// childless is closed once reap has found no child left: then there is no
+// descendant either (every live one has a live parent, up to a child of
+// the supervisor), nor can one be forked, and no look at /proc is needed.
+// That is the usual end of an agent that left nothing behind: a look
+// reads every process's stat file, a millisecond or more an iteration.
+func sweep(child int, childless <-chan struct{}) {
 	deadline := time.Now().Add(sweepLimit)
 	_ = syscall.Kill(-child, syscall.SIGKILL)
 	self := os.Getpid()
+	// reap looks again right after it reaped the child: give it a moment.
+	select {
+	case <-childless:
+		return
+	case <-time.After(reapMoment):
+	}
 	var wait backoff
 	for {
+		select {
+		case <-childless:
+			return
+		default:
+		}
 		live := liveDescendants(self)
 		if len(live) == 0 || time.Now().After(deadline) {
 			return
@@ -266,6 +287,10 @@ func sweep(child int) {
 		wait.sleep()
 	}
 }
+
+// reapMoment is how long sweep waits for reap to find no child left
+// before it looks through /proc for descendants.
+const reapMoment = time.Millisecond
 
 // exitAs returns the child's exit code, or, when a signal ended it (or it
 // could not be reaped), kills the supervisor with SIGKILL so that ralph
