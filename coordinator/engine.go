@@ -94,7 +94,7 @@ type Options struct {
 	// SingleRun says the coordinator makes one run and is then closed
 	// (ralph run): the watcher is closed as soon as the run's loop ends,
 	// beside the run's last writes, not after them. Closing a watch waits
-	// out a kernel grace period (7-15 ms here) that would otherwise end
+	// out a kernel grace period (7-17 ms here) that would otherwise end
 	// every run.
 	SingleRun bool
 	// Registry, when set, is told when a session starts and ends: the

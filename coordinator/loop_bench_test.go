@@ -37,7 +37,7 @@ func BenchmarkLoopOverhead(b *testing.B) {
 		if err := os.WriteFile(filepath.Join(dir, "RALPH_TASKS.md"), []byte(tasksMD(tasks)), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		co := benchCoordinator(b, Options{Root: dir, Agent: &fakeAgent{}})
+		co := openCoordinator(b, Options{Root: dir, Agent: &fakeAgent{}})
 		b.StartTimer()
 		start := readIterationClock(b)
 		out, _ := runAll(b, b.Context(), co)
@@ -128,7 +128,7 @@ func iterationCost(b *testing.B, files map[string][]byte) (cpu, wall time.Durati
 	}
 	var at []iterationClock
 	ag := &fakeAgent{before: func(int) { at = append(at, readIterationClock(b)) }}
-	co := benchCoordinator(b, Options{Root: dir, Agent: ag, MaxIterations: loopIterations + 1})
+	co := openCoordinator(b, Options{Root: dir, Agent: ag, MaxIterations: loopIterations + 1})
 	defer co.Close()
 	b.StartTimer()
 	out, _ := runAll(b, b.Context(), co)
@@ -138,23 +138,6 @@ func iterationCost(b *testing.B, files map[string][]byte) (cpu, wall time.Durati
 	}
 	first, last := at[0], at[len(at)-1]
 	return (last.cpu - first.cpu) / loopIterations, last.wall.Sub(first.wall) / loopIterations
-}
-
-// benchCoordinator is newCoordinator for a benchmark that makes one a
-// run: the caller closes it, and nothing keeps it once the run is over.
-// (A Cleanup would keep every op's coordinator, with its project, alive
-// to the benchmark's end: 12 runs on 10,000 tasks kept about 100 MB,
-// which at GOGC=400 let the heap grow to 500 MB of memory never touched
-// before, and every large allocation of the runs measured faulted its
-// pages in.)
-func benchCoordinator(b *testing.B, opts Options) *Coordinator {
-	b.Helper()
-	opts.Command = "test"
-	co, err := New(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return co
 }
 
 // loopIterations is how many whole iterations BenchmarkLoopIteration

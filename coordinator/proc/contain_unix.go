@@ -260,18 +260,15 @@ func sweep(child int, childless <-chan struct{}) {
 	deadline := time.Now().Add(sweepLimit)
 	_ = syscall.Kill(-child, syscall.SIGKILL)
 	self := os.Getpid()
-	// reap looks again right after it reaped the child: give it a moment.
-	select {
-	case <-childless:
-		return
-	case <-time.After(reapMoment):
-	}
+	// reap looks again right after it reaped the child: the first look
+	// waits a moment for it.
+	pause := reapMoment
 	var wait backoff
 	for {
 		select {
 		case <-childless:
 			return
-		default:
+		case <-time.After(pause):
 		}
 		live := liveDescendants(self)
 		if len(live) == 0 || time.Now().After(deadline) {
@@ -284,7 +281,7 @@ func sweep(child int, childless <-chan struct{}) {
 		// moment: look again shortly, then less often, since a process
 		// that outlives the first looks is stuck in the kernel and each
 		// look reads all of /proc.
-		wait.sleep()
+		pause = wait.pause()
 	}
 }
 
