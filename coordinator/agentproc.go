@@ -40,7 +40,9 @@ func RunningAgent(root string) (a AgentProcess, ok bool) {
 	return a, true
 }
 
-// recordAgent keeps a's record, replacing the last one.
+// recordAgent keeps a's record, replacing the last one. Not flushed: the
+// record serves a ralph that died while the machine ran on (a crash of the
+// machine leaves no agent to stop), and a record torn by one is no record.
 func recordAgent(root string, a AgentProcess) error {
 	data, err := json.Marshal(a)
 	if err != nil {
@@ -49,13 +51,14 @@ func recordAgent(root string, a AgentProcess) error {
 	if err := os.MkdirAll(filepath.Join(root, mdstate.RuntimeDir), 0o755); err != nil {
 		return err
 	}
-	return mdstate.WriteFileAtomic(agentProcessPath(root), append(data, '\n'), 0o644)
+	return mdstate.ReplaceFile(agentProcessPath(root), append(data, '\n'), 0o644)
 }
 
-// dropAgentRecord forgets the agent process once it is gone. One that
-// cannot be removed does no harm: recovery checks the process's start
-// time before it stops anything.
-func dropAgentRecord(root string) { _ = os.Remove(agentProcessPath(root)) }
+// dropAgentRecord forgets the agent process once it is gone: an empty
+// record is none (emptied, not removed: the next iteration's record then
+// creates no file). One that cannot be emptied does no harm: recovery
+// checks the process's start time before it stops anything.
+func dropAgentRecord(root string) { _ = os.Truncate(agentProcessPath(root), 0) }
 
 // agentOf returns the agent process session old's iteration left, from
 // the record, or from the Session section of a file an older ralph wrote.

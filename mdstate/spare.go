@@ -192,3 +192,38 @@ func (s *save) keepSpare(h *replaced) bool {
 
 // errSpareInUse is openSpare's refusal of a spare it must not rewrite.
 var errSpareInUse = errors.New("the spare is open elsewhere or has other links")
+
+// ReplaceFile writes data to path so that a crash of ralph at any instant
+// leaves either the old file or the new one, without WriteFileAtomic's
+// flushes: a crash of the machine may leave neither. The new version is
+// written over a spare beside path ("spare-" and its name), which the
+// exchange (Linux) then leaves holding the old one, so that a file
+// replaced in a loop creates and frees nothing (see above); elsewhere the
+// spare is renamed over path. It is for runtime files in RuntimeDir that
+// one process writes and whose loss loses nothing, such as the record of
+// the running agent's pid, which only a ralph that died while the machine
+// ran on needs.
+func ReplaceFile(path string, data []byte, perm fs.FileMode) error {
+	dir, base := filepath.Split(path)
+	spare := filepath.Join(dir, "spare-"+base)
+	f, err := os.OpenFile(spare, os.O_RDWR|os.O_CREATE, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	err = exchange(spare, path)
+	if errors.Is(err, errNoExchange) || errors.Is(err, fs.ErrNotExist) {
+		// No exchange here, or no file yet to exchange with.
+		err = os.Rename(spare, path)
+	}
+	return err
+}

@@ -23,6 +23,8 @@ func run() int {
 	// (coordinator/proc): such a process is nothing else, and never
 	// returns from here.
 	proc.Supervise(os.Args)
+	// The supervisors kept between agents end before ralph does.
+	defer proc.Shutdown()
 	// Most commands live for milliseconds and allocate a few megabytes
 	// (parsing a 1,000-task file is about 3 MB): collecting garbage that
 	// often costs more than it saves. GOGC still overrides this.

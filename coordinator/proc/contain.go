@@ -1,11 +1,6 @@
 package proc
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -65,63 +60,11 @@ var supervisable atomic.Bool
 //
 // The supervisor exits with the raw exit system call, not os.Exit: a
 // race-enabled test binary sleeps a second in os.Exit (GORACE's
-// atexit_sleep_ms), which would end every contained child a second late.
+// atexit_sleep_ms), and a supervisor let go would outlive ralph by that.
 func Supervise(args []string) {
 	if len(args) >= 2 && args[1] == superviseArg {
 		code := supervise(args[2:])
 		syscall.Exit(code)
 	}
 	supervisable.Store(canSupervise())
-}
-
-// supervisor is ralph's side of a contained child: the supervisor runs as
-// the Process's exec.Cmd, the child under it.
-type supervisor struct {
-	name  string       // the child's program, for messages
-	child atomic.Int64 // the child's pid, once the supervisor reported it
-	// life is the write end of the supervisor's lifeline, which only
-	// ralph holds: the kernel closes it when ralph dies, however it dies,
-	// and the supervisor reads that as "kill everything". Closing it is
-	// the same.
-	life *os.File
-}
-
-func (s *supervisor) childPid() int { return int(s.child.Load()) }
-
-// report is what a supervisor tells ralph once: the child's pid, or why
-// it could not start the child. Both ends are in this package.
-type report struct {
-	PID   int    `json:"pid,omitempty"`
-	Error string `json:"error,omitempty"`
-}
-
-// writeReport sends r to ralph and closes the pipe.
-func writeReport(w io.WriteCloser, r report) {
-	// ralph may be gone already (a failed write is EPIPE, not a signal,
-	// on a descriptor other than 1 and 2): the lifeline tells the rest.
-	_ = json.NewEncoder(w).Encode(r)
-	_ = w.Close()
-}
-
-// errNoReport: the supervisor ended before it said anything, which only a
-// signal from outside ralph can cause.
-var errNoReport = errors.New("the supervisor ended before starting the program")
-
-// readReport reads a supervisor's report: the child's pid, or the error
-// that kept it from starting.
-func readReport(r io.Reader) (int, error) {
-	var rep report
-	if err := json.NewDecoder(r).Decode(&rep); err != nil {
-		if errors.Is(err, io.EOF) {
-			return 0, errNoReport
-		}
-		return 0, fmt.Errorf("read the supervisor's report: %w", err)
-	}
-	switch {
-	case rep.Error != "":
-		return 0, errors.New(rep.Error)
-	case rep.PID <= 1:
-		return 0, fmt.Errorf("the supervisor reported pid %d", rep.PID)
-	}
-	return rep.PID, nil
 }

@@ -368,3 +368,121 @@ func TestSweepBacksOff(t *testing.T) {
 		t.Errorf("pauses %v, want %v", got, want)
 	}
 }
+
+// supervisorOf starts a contained shell that prints its parent's pid (its
+// supervisor's) and exits with code, and returns that pid once it ended.
+func supervisorOf(t *testing.T, code int) int {
+	t.Helper()
+	var out proctest.SyncBuffer
+	p, err := Start(t.Context(), Cmd{Name: "sh", Args: []string{"-c", "echo $PPID; exit " + strconv.Itoa(code)}, Contain: true}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(10 * time.Second); (err == nil) != (code == 0) {
+		t.Errorf("Wait = %v for a child that exits with %d", err, code)
+	}
+	if got := p.ExitCode(); got != code {
+		t.Errorf("ExitCode = %d, want %d", got, code)
+	}
+	sup := readPID(t, &out)
+	if sup == os.Getpid() || sup <= 1 {
+		t.Fatalf("the child's parent is %d: no supervisor between it and ralph (%d)", sup, os.Getpid())
+	}
+	return sup
+}
+
+// A supervisor serves contained children in turn: the second child runs
+// under the first one's supervisor, which started no new program for it.
+// One killed while it waited (from outside) is replaced: the next child
+// still starts.
+func TestSupervisorServesInTurn(t *testing.T) {
+	first := supervisorOf(t, 0)
+	if second := supervisorOf(t, 4); second != first {
+		t.Errorf("the second child ran under supervisor %d, the first under %d: the idle one was not reused", second, first)
+	}
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, first, 5*time.Second)
+	if third := supervisorOf(t, 0); third == first {
+		t.Errorf("the third child ran under the killed supervisor %d", first)
+	}
+}
+
+// Children that run at once each have a supervisor of their own, and a
+// stop reaches each one's tree only.
+func TestConcurrentContainedChildren(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	files := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
+	var procs []*Process
+	var trees [][]int
+	for i, f := range files {
+		c := treeCmd(f, `while :; do sleep 1; done`)
+		pctx := t.Context()
+		if i == 0 {
+			pctx = ctx // only the first is stopped
+		}
+		p, err := Start(pctx, c, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree := readTree(t, f)
+		killTree(t, tree)
+		procs, trees = append(procs, p), append(trees, tree)
+	}
+	sups := make([]int, 2)
+	for i, tree := range trees {
+		st, err := readStat(tree[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		sups[i] = st.ppid
+	}
+	if sups[0] == sups[1] {
+		t.Fatalf("both children run under supervisor %d", sups[0])
+	}
+	cancel(ErrStopNow)
+	select {
+	case <-procs[0].Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stopped child's Done not closed")
+	}
+	requireGone(t, "after the first child's stop", trees[0])
+	for _, pid := range trees[1] {
+		if !proctest.Alive(pid) {
+			t.Errorf("process %d of the other child died with the first's stop", pid)
+		}
+	}
+	if err := procs[1].Wait(100 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "still running") {
+		t.Errorf("Wait of the running child = %v, want a timeout", err)
+	}
+	requireGone(t, "after the second child's Wait ran out", trees[1])
+}
+
+// A supervisor killed from outside while its child runs takes the child
+// with it: Done closes, the exit code is a signal's, and Wait says why.
+func TestSupervisorKilledUnderChild(t *testing.T) {
+	var out proctest.SyncBuffer
+	p, err := Start(t.Context(), Cmd{Name: "sh", Args: []string{"-c", "echo $PPID; exec sleep 60"}, Contain: true}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := readPID(t, &out)
+	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed after the supervisor was killed")
+	}
+	if got := p.ExitCode(); got != -1 {
+		t.Errorf("ExitCode = %d, want -1", got)
+	}
+	if err := p.Wait(time.Second); err == nil || !strings.Contains(err.Error(), "supervisor") {
+		t.Errorf("Wait = %v, want the supervisor's end", err)
+	}
+	waitGone(t, p.Pid(), 2*time.Second)
+}

@@ -7,119 +7,446 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
-	"os/signal"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
-// The supervisor's descriptors beyond stdin, stdout and stderr, in the
-// order of exec.Cmd.ExtraFiles.
-const (
-	lifelineFD = 3 // read end of the lifeline: EOF when ralph is gone
-	reportFD   = 4 // write end of the report pipe (one report, then closed)
-)
+// ralph's side of containment: supervisors, each running one contained
+// child at a time, kept between children (a start of ralph's program costs
+// about 2 ms, a start order a few microseconds).
 
-// startSupervised starts the supervisor that starts c (found at path) and
-// returns once it reported the child's pid. ctx stops the child as Start
-// documents: SIGINT to its group now, then, after the grace, SIGTERM to
-// the supervisor, which kills everything.
-func startSupervised(ctx context.Context, c Cmd, path string, stdout, stderr io.Writer) (*Process, error) {
+// server is a running supervisor and ralph's end of its socket.
+type server struct {
+	cmd     *exec.Cmd
+	conn    *net.UnixConn
+	reports chan report   // from readReports
+	gone    chan struct{} // closed once the socket ended: the supervisor is exiting
+	exited  chan struct{} // closed once the supervisor was reaped
+	quit    chan struct{} // closed by close: readReports stops passing reports on
+	once    sync.Once
+}
+
+// maxIdle is how many supervisors wait for a child at most; one more is
+// let go. One serves a run's agents in turn; the second a concurrent
+// check (an agent's --version) without a start.
+const maxIdle = 2
+
+// idle holds the supervisors that wait for a child; live, every one
+// started and not yet reaped.
+var idle struct {
+	sync.Mutex
+	servers []*server
+	live    map[*server]struct{}
+}
+
+// Shutdown lets every supervisor go and waits until each has exited, at
+// most sweepLimit in all: one that runs a child (none should, when ralph
+// is done) kills what it started first. ralph calls it last, so that
+// nothing it started outlives it.
+func Shutdown() {
+	idle.Lock()
+	all := make([]*server, 0, len(idle.live))
+	for s := range idle.live {
+		all = append(all, s)
+	}
+	idle.servers = nil
+	idle.Unlock()
+	deadline := time.After(sweepLimit)
+	for _, s := range all {
+		s.close()
+	}
+	for _, s := range all {
+		select {
+		case <-s.exited:
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// takeServer returns an idle supervisor, and whether it served before, or
+// starts one.
+func takeServer() (s *server, reused bool, err error) {
+	idle.Lock()
+	for len(idle.servers) > 0 {
+		s = idle.servers[len(idle.servers)-1]
+		idle.servers = idle.servers[:len(idle.servers)-1]
+		if s.usable() {
+			idle.Unlock()
+			return s, true, nil
+		}
+		s.close()
+	}
+	idle.Unlock()
+	s, err = spawnServer()
+	return s, false, err
+}
+
+// spawnServer starts a supervisor: this program, re-executed, with the
+// other end of a socket pair as its descriptor 3, in a process group of
+// its own (a Ctrl-C at ralph's terminal reaches ralph alone, which decides
+// what to stop) and with no stdin, stdout or stderr of ralph's (it has
+// nothing to say but its reports, and would hold ralph's pipes open).
+func spawnServer() (*server, error) {
 	self, err := selfPath()
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", c.Name, err)
+		return nil, err
 	}
-	lifeR, lifeW, err := os.Pipe()
+	conn, theirs, err := socketPair()
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", c.Name, err)
+		return nil, err
 	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		lifeR.Close()
-		lifeW.Close()
-		return nil, fmt.Errorf("start %s: %w", c.Name, err)
-	}
-	defer repR.Close()
-
-	cmd := exec.CommandContext(ctx, self)
+	cmd := exec.Command(self)
 	// argv[0] stays this program's own: testscript picks the command a
 	// test binary plays by it.
-	cmd.Args = append([]string{os.Args[0], superviseArg, path, c.Name}, c.Args...)
-	cmd.Dir, cmd.Env, cmd.Stdin = c.Dir, c.environ(), c.Stdin
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{lifeR, repW} // lifelineFD, reportFD
-	// Its own process group: a Ctrl-C or a hangup at ralph's terminal
-	// reaches ralph alone, which decides what to stop.
+	cmd.Args = []string{os.Args[0], superviseArg}
+	cmd.ExtraFiles = []*os.File{theirs} // socketFD
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	s := &supervisor{name: c.Name, life: lifeW}
-	grace := c.grace()
-	cmd.Cancel = func() error {
-		if errors.Is(context.Cause(ctx), ErrStopNow) {
-			// As in build: read by exec after Cancel returns.
-			cmd.WaitDelay = HardGrace + sweepLimit
-			grace = HardGrace
-		}
-		s.stop(cmd.Process, grace)
-		return nil
-	}
-	// Nothing escapes the supervisor, so no pipe outlives it: the bound is
-	// for the supervisor's sweep, which exec would cut short by killing
-	// it (and so orphan what it had not killed yet) if it were tight.
-	cmd.WaitDelay = grace + sweepLimit
-
 	err = cmd.Start()
-	lifeR.Close()
-	repW.Close()
+	theirs.Close()
 	if err != nil {
-		lifeW.Close()
-		return nil, fmt.Errorf("start %s: %w", c.Name, err)
+		conn.Close()
+		return nil, err
 	}
-	pid, err := readReport(repR)
-	if err != nil {
-		lifeW.Close() // a supervisor still running kills what it started and exits
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("start %s: %w", c.Name, err)
+	s := &server{cmd: cmd, conn: conn, reports: make(chan report, 2),
+		gone: make(chan struct{}), exited: make(chan struct{}), quit: make(chan struct{})}
+	idle.Lock()
+	if idle.live == nil {
+		idle.live = map[*server]struct{}{}
 	}
-	s.child.Store(int64(pid))
-	p := &Process{cmd: cmd, done: make(chan struct{}), sup: s}
+	idle.live[s] = struct{}{}
+	idle.Unlock()
+	go s.readReports()
 	go func() {
-		p.err = cmd.Wait()
-		lifeW.Close()
+		_ = cmd.Wait()
+		idle.Lock()
+		delete(idle.live, s)
+		idle.Unlock()
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+// readReports passes the supervisor's reports on until its socket ends.
+func (s *server) readReports() {
+	defer close(s.gone)
+	for {
+		var r report
+		fds, err := readFrame(s.conn, &r)
+		closeFDs(fds)
+		if err != nil {
+			return
+		}
+		select {
+		case s.reports <- r:
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// usable reports whether the supervisor still runs and listens.
+func (s *server) usable() bool {
+	for _, ch := range []chan struct{}{s.gone, s.exited, s.quit} {
+		select {
+		case <-ch:
+			return false
+		default:
+		}
+	}
+	return true
+}
+
+// release puts the supervisor back among the idle ones, or lets it go.
+func (s *server) release() {
+	if !s.usable() {
+		s.close()
+		return
+	}
+	idle.Lock()
+	defer idle.Unlock()
+	if len(idle.servers) >= maxIdle {
+		s.close()
+		return
+	}
+	idle.servers = append(idle.servers, s)
+}
+
+// close lets the supervisor go: it reads the end of its socket and exits
+// (killing what it runs, if anything); its reaper goroutine reaps it.
+func (s *server) close() {
+	s.once.Do(func() {
+		close(s.quit)
+		s.conn.Close()
+	})
+}
+
+// await waits for the supervisor's next report, which must be of kind k;
+// errNoReport if the supervisor ended first.
+func (s *server) await(k reportKind) (report, error) {
+	var r report
+	select {
+	case r = <-s.reports:
+	case <-s.gone:
+		// A report sent just before the end is in the channel by now.
+		select {
+		case r = <-s.reports:
+		default:
+			return report{}, errNoReport
+		}
+	}
+	if r.Kind != k {
+		return r, fmt.Errorf("the supervisor reported %q, not %q", r.Kind, k)
+	}
+	return r, nil
+}
+
+// errNoReport: the supervisor ended before it answered, which only a
+// signal from outside ralph can cause.
+var errNoReport = errors.New("the supervisor ended before it answered")
+
+// startSupervised has a supervisor start c (found at path) and returns
+// once it reported the child's pid. ctx stops the child as Start
+// documents: SIGINT to its group now, then, after the grace, a kill order
+// to the supervisor, which kills everything.
+func startSupervised(ctx context.Context, c Cmd, path string, stdout, stderr io.Writer) (*Process, error) {
+	o, err := startOrder(c, path)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", c.Name, err)
+	}
+	for {
+		s, reused, err := takeServer()
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", c.Name, err)
+		}
+		p, err := launch(ctx, s, c, o, stdout, stderr)
+		if errors.Is(err, errNoReport) && reused {
+			// An idle supervisor killed from outside: the next one, or
+			// a new one, takes the child.
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", c.Name, err)
+		}
+		return p, nil
+	}
+}
+
+// startOrder is the order that starts c: its environment and folder
+// spelled out, since the supervisor's are those of whenever it started.
+func startOrder(c Cmd, path string) (order, error) {
+	env := c.environ()
+	if env == nil {
+		env = os.Environ()
+	}
+	dir := c.Dir
+	if dir == "" {
+		var err error
+		if dir, err = os.Getwd(); err != nil {
+			return order{}, err
+		}
+	}
+	return order{Kind: orderStart, Path: path, Argv: append([]string{c.Name}, c.Args...), Env: env, Dir: dir}, nil
+}
+
+// launch sends o, with the child's stdin, stdout and stderr, to s and
+// waits for the child's pid.
+func launch(ctx context.Context, s *server, c Cmd, o order, stdout, stderr io.Writer) (*Process, error) {
+	cio, err := newChildIO(c.Stdin, stdout, stderr)
+	if err != nil {
+		s.release()
+		return nil, err
+	}
+	err = writeFrame(s.conn, o, cio.child[:]...)
+	cio.sent()
+	var r report
+	if err != nil {
+		err = errNoReport // a socket that takes no order: the supervisor is gone
+	} else {
+		r, err = s.await(reportStarted)
+	}
+	switch {
+	case err != nil:
+	case r.Error != "":
+		err = errors.New(r.Error)
+	case r.PID <= 1:
+		err = fmt.Errorf("the supervisor reported pid %d", r.PID)
+	}
+	if err != nil {
+		cio.abort()
+		if errors.Is(err, errNoReport) {
+			s.close()
+		} else {
+			s.release() // it failed to start this child, not to serve
+		}
+		return nil, err
+	}
+	sup := &supervisor{name: c.Name, srv: s, grace: c.grace()}
+	sup.child.Store(int64(r.PID))
+	cio.start()
+	p := &Process{done: make(chan struct{}), sup: sup}
+	stop := context.AfterFunc(ctx, func() { sup.interrupt(ctx) })
+	go func() {
+		end, err := s.await(reportEnded)
+		stop()
+		sup.finish(end, err)
+		cio.wait(sup.slack())
+		p.err = sup.waitErr()
+		if err == nil && !end.Spent {
+			s.release()
+		} else {
+			s.close()
+		}
 		close(p.done)
 	}()
 	return p, nil
 }
 
-// stop interrupts the child's group now and has the supervisor kill
-// everything after grace. The supervisor is ralph's child, not reaped
-// before Wait returns, so the late signal cannot reach a process that
-// reused its pid (os.Process knows when it is done).
-func (s *supervisor) stop(sup *os.Process, grace time.Duration) {
-	pid := s.childPid()
-	if pid <= 1 {
-		_ = sup.Signal(syscall.SIGTERM)
-		return
-	}
-	_ = syscall.Kill(-pid, syscall.SIGINT)
-	time.AfterFunc(grace, func() { _ = sup.Signal(syscall.SIGTERM) })
+// supervisor is ralph's side of one contained child: the supervisor that
+// runs it, and how it ended.
+type supervisor struct {
+	name  string       // the child's program, for messages
+	child atomic.Int64 // the child's pid
+	srv   *server
+	grace time.Duration // of a normal stop
+
+	mu     sync.Mutex
+	ended  bool          // no order may follow: the child's end is reported, or the supervisor is gone
+	hard   bool          // stopped with ErrStopNow
+	timers []*time.Timer // a stop's kill order and its last resort
+	end    report        // the supervisor's last word
+	err    error         // why there was none
 }
 
-// killAll has the supervisor kill everything now and waits for it to
-// exit; a supervisor that does not (it cannot, short of a bug) is killed
-// with the child's group after sweepLimit.
-func (s *supervisor) killAll(sup *os.Process, done <-chan struct{}) {
-	_ = sup.Signal(syscall.SIGTERM)
+func (s *supervisor) childPid() int { return int(s.child.Load()) }
+
+// interrupt stops the child as ctx's cause says: SIGINT to its group
+// now, then everything killed after the grace (HardGrace for ErrStopNow).
+// If the supervisor has not reported the end sweepLimit after that, it is
+// killed with the child's group.
+func (s *supervisor) interrupt(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	grace := s.grace
+	if errors.Is(context.Cause(ctx), ErrStopNow) {
+		grace, s.hard = HardGrace, true
+	}
+	_ = syscall.Kill(-s.childPid(), syscall.SIGINT)
+	s.timers = append(s.timers,
+		time.AfterFunc(grace, s.killNow),
+		time.AfterFunc(grace+sweepLimit, s.forceKill))
+}
+
+// killNow orders the supervisor to kill everything the child started.
+func (s *supervisor) killNow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	if err := writeFrame(s.srv.conn, order{Kind: orderKill, PID: s.childPid()}); err != nil {
+		s.killSupervisor()
+	}
+}
+
+// forceKill kills a supervisor that did not report the child's end in
+// time (it cannot, short of a bug), and the child's group.
+func (s *supervisor) forceKill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.killSupervisor()
+	}
+}
+
+// killSupervisor kills the supervisor and the child's group. The
+// supervisor is ralph's child, not reaped before its socket ended, so the
+// signal cannot reach a process that reused its pid.
+func (s *supervisor) killSupervisor() {
+	select {
+	case <-s.srv.exited:
+	default:
+		_ = s.srv.cmd.Process.Kill()
+	}
+	_ = syscall.Kill(-s.childPid(), syscall.SIGKILL)
+}
+
+// killAll has the supervisor kill everything now and waits for the end;
+// a supervisor that does not report it within sweepLimit is killed.
+func (s *supervisor) killAll(done <-chan struct{}) {
+	s.killNow()
 	select {
 	case <-done:
 	case <-time.After(sweepLimit):
-		_ = sup.Kill()
-		if pid := s.childPid(); pid > 1 {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
+		s.forceKill()
 	}
+}
+
+// finish records the child's end (err: the supervisor ended first) and
+// forbids further orders: from now on the supervisor may serve another
+// child.
+func (s *supervisor) finish(end report, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended, s.end, s.err = true, end, err
+	for _, t := range s.timers {
+		t.Stop()
+	}
+	if err != nil {
+		// A supervisor killed from outside: the child had a parent-death
+		// signal (Linux); its group goes too.
+		_ = syscall.Kill(-s.childPid(), syscall.SIGKILL)
+	}
+}
+
+// slack is how long the child's output may stay open after its end (held
+// by what the supervisor could not reach) before ralph stops copying it.
+func (s *supervisor) slack() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hard {
+		return hardWaitSlack
+	}
+	return waitSlack
+}
+
+// exitCode is the child's exit code, -1 if a signal ended it or it was
+// not reaped.
+func (s *supervisor) exitCode() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := syscall.WaitStatus(s.end.Status)
+	if s.err != nil || !s.end.Reaped || !st.Exited() {
+		return -1
+	}
+	return st.ExitStatus()
+}
+
+// waitErr is Wait's error, as exec's for a child of ralph's own: nil for
+// exit 0.
+func (s *supervisor) waitErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := syscall.WaitStatus(s.end.Status)
+	switch {
+	case s.err != nil:
+		return fmt.Errorf("%s: %w", s.name, s.err)
+	case !s.end.Reaped:
+		return fmt.Errorf("%s: not reaped within %s", s.name, sweepLimit)
+	case st.Signaled():
+		return fmt.Errorf("%s: signal: %v", s.name, st.Signal())
+	case st.ExitStatus() != 0:
+		return fmt.Errorf("%s: exit status %d", s.name, st.ExitStatus())
+	}
+	return nil
 }
 
 // Signal sends sig to the child alone (not its group, nor a contained
@@ -127,177 +454,4 @@ func (s *supervisor) killAll(sup *os.Process, done <-chan struct{}) {
 // Once the child has been reaped the error is ESRCH.
 func (p *Process) Signal(sig syscall.Signal) error {
 	return syscall.Kill(p.Pid(), sig)
-}
-
-// supervise is the supervisor: args are the child's path, its argv[0]
-// and its arguments. It starts the child in a process group of its own,
-// reports its pid, waits for its end, for SIGTERM, or for ralph's death,
-// then kills everything it can reach (sweep) and exits as the child did.
-func supervise(args []string) int {
-	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "ralph: "+superviseArg+" is ralph's own supervisor mode, not a command")
-		return 2
-	}
-	life, rep, err := supervisorPipes()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ralph: "+superviseArg+": "+err.Error())
-		return 2
-	}
-	// Without a subreaper (not Linux, or a kernel before 3.4) the sweep
-	// reaches the child's group only.
-	_ = becomeSubreaper()
-	// SIGINT and SIGHUP are ralph's to act on (it stops the child through
-	// its group); SIGTERM is ralph saying "kill everything now". Caught,
-	// not ignored: an ignored signal stays ignored in the child. One that
-	// is ignored already (SIGHUP under nohup) stays so, for the child too,
-	// as without a supervisor.
-	sigs := make(chan os.Signal, 4)
-	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
-		if !signal.Ignored(sig) {
-			signal.Notify(sigs, sig)
-		}
-	}
-	signal.Notify(sigs, syscall.SIGTERM)
-	pid, err := syscall.ForkExec(args[0], args[1:], &syscall.ProcAttr{
-		Env:   os.Environ(),
-		Files: []uintptr{0, 1, 2},
-		Sys:   childAttr(),
-	})
-	if err != nil {
-		writeReport(rep, report{Error: (&os.PathError{Op: "fork/exec", Path: args[0], Err: err}).Error()})
-		return 127
-	}
-	writeReport(rep, report{PID: pid})
-	// The child alone holds the prompt's pipe now: when it stops reading,
-	// ralph's writer hears so at once.
-	if null, err := os.Open(os.DevNull); err == nil {
-		_ = unix.Dup2(int(null.Fd()), 0)
-		null.Close()
-	}
-
-	exited := make(chan syscall.WaitStatus, 1)
-	childless := make(chan struct{})
-	go func() {
-		defer close(childless)
-		reap(pid, exited)
-	}()
-	ralphGone := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, life)
-		close(ralphGone)
-	}()
-	var status syscall.WaitStatus
-	ended := false
-wait:
-	for {
-		select {
-		case status = <-exited:
-			ended = true
-			break wait
-		case <-ralphGone:
-			break wait
-		case sig := <-sigs:
-			if sig == syscall.SIGTERM {
-				break wait
-			}
-		}
-	}
-	sweep(pid, childless)
-	if !ended {
-		select {
-		case status = <-exited:
-			ended = true
-		case <-time.After(sweepLimit):
-		}
-	}
-	return exitAs(status, ended)
-}
-
-// supervisorPipes checks and takes the descriptors ralph passed: both
-// must be pipes, or this is not a supervisor ralph started. Neither may
-// reach the child.
-func supervisorPipes() (life, rep *os.File, err error) {
-	for _, fd := range []int{lifelineFD, reportFD} {
-		var st syscall.Stat_t
-		if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
-			return nil, nil, fmt.Errorf("descriptor %d is not the pipe ralph passes", fd)
-		}
-		syscall.CloseOnExec(fd)
-	}
-	return os.NewFile(lifelineFD, "lifeline"), os.NewFile(reportFD, "report"), nil
-}
-
-// reap waits for every child of the supervisor, the adopted ones too (a
-// subreaper must, or they stay zombies), and sends the child's status on
-// exited. It returns when no child is left.
-func reap(child int, exited chan<- syscall.WaitStatus) {
-	for {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			return // ECHILD: none left
-		}
-		if pid == child {
-			exited <- ws
-		}
-	}
-}
-
-// sweep kills the child's process group, then every live descendant of
-// the supervisor, over and over until a look finds none: a process forked
-// between a look and a kill is found by the next look (a killed parent's
-// children are the subreaper's). Zombies are dead already.
-//
-// childless is closed once reap has found no child left: then there is no
-// descendant either (every live one has a live parent, up to a child of
-// the supervisor), nor can one be forked, and no look at /proc is needed.
-// That is the usual end of an agent that left nothing behind: a look
-// reads every process's stat file, a millisecond or more an iteration.
-func sweep(child int, childless <-chan struct{}) {
-	deadline := time.Now().Add(sweepLimit)
-	_ = syscall.Kill(-child, syscall.SIGKILL)
-	self := os.Getpid()
-	// reap looks again right after it reaped the child: the first look
-	// waits a moment for it.
-	pause := reapMoment
-	var wait backoff
-	for {
-		select {
-		case <-childless:
-			return
-		case <-time.After(pause):
-		}
-		live := liveDescendants(self)
-		if len(live) == 0 || time.Now().After(deadline) {
-			return
-		}
-		for _, pid := range live {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		// SIGKILL is delivered at once, but dying takes the kernel a
-		// moment: look again shortly, then less often, since a process
-		// that outlives the first looks is stuck in the kernel and each
-		// look reads all of /proc.
-		pause = wait.pause()
-	}
-}
-
-// reapMoment is how long sweep waits for reap to find no child left
-// before it looks through /proc for descendants.
-const reapMoment = time.Millisecond
-
-// exitAs returns the child's exit code, or, when a signal ended it (or it
-// could not be reaped), kills the supervisor with SIGKILL so that ralph
-// sees a child ended by a signal, as it would without a supervisor.
-func exitAs(status syscall.WaitStatus, ended bool) int {
-	if ended && status.Exited() {
-		return status.ExitStatus()
-	}
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	for {
-		time.Sleep(time.Hour) // SIGKILL cannot be caught: not reached
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 )
 
 // canSupervise: Windows has no supervisor; the job object (adopt) holds
@@ -21,8 +20,15 @@ func startSupervised(context.Context, Cmd, string, io.Writer, io.Writer) (*Proce
 	return nil, errNoSupervisor
 }
 
-// killAll is not reached: no Process has a supervisor here.
-func (s *supervisor) killAll(sup *os.Process, _ <-chan struct{}) { _ = sup.Kill() }
+// Shutdown has nothing to wait for: there are no supervisors here.
+func Shutdown() {}
+
+// supervisor is never made here: no Process has one.
+type supervisor struct{ name string }
+
+func (s *supervisor) childPid() int           { return 0 }
+func (s *supervisor) exitCode() int           { return -1 }
+func (s *supervisor) killAll(<-chan struct{}) {}
 
 // KillMarked finds nothing here: the job object already killed the tree
 // when ralph died.

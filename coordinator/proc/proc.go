@@ -21,16 +21,20 @@
 // sleep` of its Bash tool running 16 s after the next run had recovered).
 // A child started with Cmd.Contain runs under a supervisor: ralph's own
 // program, re-executed in a hidden mode (Supervise, which main and every
-// TestMain call first). The supervisor starts the child, reports its pid
-// to ralph, and waits for one of three things: the child's exit (the
-// iteration's end), SIGTERM from ralph (the stop's SIGKILL phase), or the
-// end of a pipe whose other end only ralph holds (ralph's death, by any
-// signal, SIGKILL included). Then it kills every process it can reach,
-// over and over until none is left, and exits the way the child did. A
-// Cmd.Mark goes into the environment of the child and so of everything it
-// starts (MarkVar), which lets KillMarked find what is left when the
-// supervisor itself was killed. A supervisor costs one start of ralph's
-// program per child (about 10 ms), nothing while the child runs.
+// TestMain call first), which talks with ralph over a unix socket pair
+// that only the two of them hold. ralph sends it the child's command with
+// the child's stdin, stdout and stderr (SCM_RIGHTS); the supervisor starts
+// the child, reports its pid, and waits for one of three things: the
+// child's exit (the iteration's end), a kill order from ralph (the stop's
+// SIGKILL phase), or the end of the socket (ralph's death, by any signal,
+// SIGKILL included). Then it kills every process it can reach, over and
+// over until none is left, and reports how the child ended. A supervisor
+// serves one child at a time and waits for the next one: starting ralph's
+// program costs about 2 ms, a start order microseconds. Those that wait
+// are let go, and waited for, when ralph is done (Shutdown), or end with
+// the socket when ralph dies. A Cmd.Mark goes into the environment of the
+// child and so of everything it starts (MarkVar), which lets KillMarked
+// find what is left when the supervisor itself was killed.
 //
 // What each platform gives (the rules above hold on all of them, except
 // where said):
@@ -275,11 +279,11 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 
 // Process is a started child.
 type Process struct {
-	cmd  *exec.Cmd
+	cmd  *exec.Cmd // nil for a contained child
 	done chan struct{}
 	err  error
-	// sup is ralph's side of the supervisor of a contained child (cmd
-	// then runs the supervisor); nil otherwise.
+	// sup is ralph's side of the supervisor of a contained child; nil
+	// otherwise.
 	sup *supervisor
 }
 
@@ -330,6 +334,9 @@ func (p *Process) ExitCode() int {
 	default:
 		return -1
 	}
+	if p.sup != nil {
+		return p.sup.exitCode()
+	}
 	if p.cmd.ProcessState == nil {
 		return -1
 	}
@@ -355,7 +362,7 @@ func (p *Process) Wait(timeout time.Duration) error {
 // kill kills the child and everything it started, at once.
 func (p *Process) kill() {
 	if p.sup != nil {
-		p.sup.killAll(p.cmd.Process, p.done)
+		p.sup.killAll(p.done)
 		return
 	}
 	killGroup(p.cmd.Process)
