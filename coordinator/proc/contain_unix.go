@@ -36,12 +36,12 @@ type server struct {
 // check (an agent's --version) without a start.
 const maxIdle = 2
 
-// idle holds the supervisors that wait for a child; live, every one
-// started and not yet reaped.
-var idle struct {
+// pool holds the supervisors: idle, those that wait for a child; live,
+// every one started and not yet reaped.
+var pool struct {
 	sync.Mutex
-	servers []*server
-	live    map[*server]struct{}
+	idle []*server
+	live map[*server]struct{}
 }
 
 // Shutdown lets every supervisor go and waits until each has exited, at
@@ -49,13 +49,13 @@ var idle struct {
 // is done) kills what it started first. ralph calls it last, so that
 // nothing it started outlives it.
 func Shutdown() {
-	idle.Lock()
-	all := make([]*server, 0, len(idle.live))
-	for s := range idle.live {
+	pool.Lock()
+	all := make([]*server, 0, len(pool.live))
+	for s := range pool.live {
 		all = append(all, s)
 	}
-	idle.servers = nil
-	idle.Unlock()
+	pool.idle = nil
+	pool.Unlock()
 	deadline := time.After(sweepLimit)
 	for _, s := range all {
 		s.close()
@@ -72,17 +72,17 @@ func Shutdown() {
 // takeServer returns an idle supervisor, and whether it served before, or
 // starts one.
 func takeServer() (s *server, reused bool, err error) {
-	idle.Lock()
-	for len(idle.servers) > 0 {
-		s = idle.servers[len(idle.servers)-1]
-		idle.servers = idle.servers[:len(idle.servers)-1]
+	pool.Lock()
+	for len(pool.idle) > 0 {
+		s = pool.idle[len(pool.idle)-1]
+		pool.idle = pool.idle[:len(pool.idle)-1]
 		if s.usable() {
-			idle.Unlock()
+			pool.Unlock()
 			return s, true, nil
 		}
 		s.close()
 	}
-	idle.Unlock()
+	pool.Unlock()
 	s, err = spawnServer()
 	return s, false, err
 }
@@ -115,18 +115,18 @@ func spawnServer() (*server, error) {
 	}
 	s := &server{cmd: cmd, conn: conn, reports: make(chan report, 2),
 		gone: make(chan struct{}), exited: make(chan struct{}), quit: make(chan struct{})}
-	idle.Lock()
-	if idle.live == nil {
-		idle.live = map[*server]struct{}{}
+	pool.Lock()
+	if pool.live == nil {
+		pool.live = map[*server]struct{}{}
 	}
-	idle.live[s] = struct{}{}
-	idle.Unlock()
+	pool.live[s] = struct{}{}
+	pool.Unlock()
 	go s.readReports()
 	go func() {
 		_ = cmd.Wait()
-		idle.Lock()
-		delete(idle.live, s)
-		idle.Unlock()
+		pool.Lock()
+		delete(pool.live, s)
+		pool.Unlock()
 		close(s.exited)
 	}()
 	return s, nil
@@ -168,13 +168,13 @@ func (s *server) release() {
 		s.close()
 		return
 	}
-	idle.Lock()
-	defer idle.Unlock()
-	if len(idle.servers) >= maxIdle {
+	pool.Lock()
+	defer pool.Unlock()
+	if len(pool.idle) >= maxIdle {
 		s.close()
 		return
 	}
-	idle.servers = append(idle.servers, s)
+	pool.idle = append(pool.idle, s)
 }
 
 // close lets the supervisor go: it reads the end of its socket and exits
@@ -215,10 +215,7 @@ var errNoReport = errors.New("the supervisor ended before it answered")
 // documents: SIGINT to its group now, then, after the grace, a kill order
 // to the supervisor, which kills everything.
 func startSupervised(ctx context.Context, c Cmd, path string, stdout, stderr io.Writer) (*Process, error) {
-	o, err := startOrder(c, path)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", c.Name, err)
-	}
+	o := startOrder(c, path)
 	for {
 		s, reused, err := takeServer()
 		if err != nil {
@@ -239,19 +236,18 @@ func startSupervised(ctx context.Context, c Cmd, path string, stdout, stderr io.
 
 // startOrder is the order that starts c: its environment and folder
 // spelled out, since the supervisor's are those of whenever it started.
-func startOrder(c Cmd, path string) (order, error) {
+// A folder ralph cannot name (its own, deleted) is left to the
+// supervisor's, which is the same one.
+func startOrder(c Cmd, path string) order {
 	env := c.environ()
 	if env == nil {
 		env = os.Environ()
 	}
 	dir := c.Dir
 	if dir == "" {
-		var err error
-		if dir, err = os.Getwd(); err != nil {
-			return order{}, err
-		}
+		dir, _ = os.Getwd()
 	}
-	return order{Kind: orderStart, Path: path, Argv: append([]string{c.Name}, c.Args...), Env: env, Dir: dir}, nil
+	return order{Kind: orderStart, Path: path, Argv: append([]string{c.Name}, c.Args...), Env: env, Dir: dir}
 }
 
 // launch sends o, with the child's stdin, stdout and stderr, to s and
