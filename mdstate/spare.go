@@ -210,14 +210,7 @@ func ReplaceFile(path string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteAt(data, 0)
-	if err == nil {
-		err = f.Truncate(int64(len(data)))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeOver(f, data); err != nil {
 		return err
 	}
 	err = exchange(spare, path)
@@ -226,4 +219,15 @@ func ReplaceFile(path string, data []byte, perm fs.FileMode) error {
 		err = os.Rename(spare, path)
 	}
 	return err
+}
+
+// writeOver makes f hold data, written over its own bytes from the start
+// and cut to data's length (no truncation to nothing first), and closes
+// it.
+func writeOver(f *os.File, data []byte) error {
+	_, err := f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	return errors.Join(err, f.Close())
 }

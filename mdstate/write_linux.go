@@ -93,9 +93,5 @@ func overwriteInPlace(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteAt(data, 0)
-	if err == nil {
-		err = f.Truncate(int64(len(data)))
-	}
-	return errors.Join(err, f.Close())
+	return writeOver(f, data)
 }

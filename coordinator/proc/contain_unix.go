@@ -18,7 +18,7 @@ import (
 
 // ralph's side of containment: supervisors, each running one contained
 // child at a time, kept between children (a start of ralph's program costs
-// about 2 ms, a start order a few microseconds).
+// about 2 ms, a start order tens of microseconds).
 
 // server is a running supervisor and ralph's end of its socket.
 type server struct {
@@ -364,14 +364,10 @@ func (s *supervisor) forceKill() {
 }
 
 // killSupervisor kills the supervisor and the child's group. The
-// supervisor is ralph's child, not reaped before its socket ended, so the
-// signal cannot reach a process that reused its pid.
+// supervisor is ralph's child, and os.Process knows once it was reaped, so
+// the signal cannot reach a process that reused its pid.
 func (s *supervisor) killSupervisor() {
-	select {
-	case <-s.srv.exited:
-	default:
-		_ = s.srv.cmd.Process.Kill()
-	}
+	_ = s.srv.cmd.Process.Kill()
 	_ = syscall.Kill(-s.childPid(), syscall.SIGKILL)
 }
 

@@ -142,11 +142,11 @@ func (s *supervisorProc) run(o received) bool {
 	}
 	if !s.send(report{Kind: reportStarted, PID: pid}) {
 		// ralph is gone: what it started goes too.
-		sweep(pid, s.reap(pid, make(chan syscall.WaitStatus, 1)))
+		sweep(pid, reapAll(pid, make(chan syscall.WaitStatus, 1)))
 		return false
 	}
 	exited := make(chan syscall.WaitStatus, 1)
-	childless := s.reap(pid, exited)
+	childless := reapAll(pid, exited)
 	end := report{Kind: reportEnded}
 wait:
 	for {
@@ -191,9 +191,9 @@ wait:
 	return s.send(end) && !end.Spent
 }
 
-// reap reaps the supervisor's children (see reap) from a goroutine; the
-// channel it returns is closed once none is left.
-func (s *supervisorProc) reap(child int, exited chan<- syscall.WaitStatus) <-chan struct{} {
+// reapAll runs reap from a goroutine; the channel it returns is closed
+// once no child is left.
+func reapAll(child int, exited chan<- syscall.WaitStatus) <-chan struct{} {
 	childless := make(chan struct{})
 	go func() {
 		defer close(childless)

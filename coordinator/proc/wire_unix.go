@@ -5,7 +5,6 @@ package proc
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -177,9 +176,6 @@ func readFull(c *net.UnixConn, b []byte, fds *[]int) error {
 		}
 		b = b[n:]
 		if err != nil {
-			if errors.Is(err, io.EOF) && len(b) > 0 && n > 0 {
-				err = io.ErrUnexpectedEOF
-			}
 			return err
 		}
 		if n == 0 {
