@@ -3,6 +3,8 @@
 package coordinator
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -99,5 +101,45 @@ func TestAgentCarriesSessionMark(t *testing.T) {
 	}
 	if _, err := mdstate.Open(dir).LoadChecklist(mdstate.TasksKind); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Each agent's process is recorded in .ralph/ while it runs, with its
+// iteration; the record is emptied once the run is over.
+func TestAgentRecordLastsTheRun(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2),
+		"agent.sh": `cat > /dev/null
+i=0
+until grep -q "\"pid\":$$," .ralph/agent.json 2>/dev/null; do
+	i=$((i+1)); [ $i -gt 500 ] && exit 3
+	sleep 0.01
+done
+cat .ralph/agent.json >> records.txt
+echo '<promise>COMPLETE</promise>'
+`})
+	ag, err := agent.Exec("sh agent.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	co := newCoordinator(t, Options{Root: dir, Agent: ag})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone || out.Iterations != 2 {
+		t.Fatalf("outcome %+v", out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "records.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("the agents saw %d records, want one each:\n%s", len(lines), data)
+	}
+	for i, l := range lines {
+		var a AgentProcess
+		if err := json.Unmarshal([]byte(l), &a); err != nil || a.Iteration != i+1 || a.Task != fmt.Sprintf("T%d", i+1) {
+			t.Errorf("agent %d saw the record %s (%v)", i+1, l, err)
+		}
+	}
+	if a, ok := RunningAgent(dir); ok {
+		t.Errorf("the record names agent %+v after the run", a)
 	}
 }

@@ -24,6 +24,10 @@ type Agent interface {
 	Run(ctx context.Context, req agent.Request, onEvent func(agent.Event)) (agent.Result, error)
 }
 
+// preparer is an Agent that can get ready for its next run ahead of it,
+// as every agent.Backend can (Backend.Prepare).
+type preparer interface{ Prepare() }
+
 // Options configure a coordinator. Zero values mean "no limit" or the
 // documented default.
 type Options struct {

@@ -194,7 +194,6 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 		OnNotice: func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) },
 		Logs:     &c.logs,
 	})
-	dropAgentRecord(c.opts.Root)
 	if k := limitCause(iterCtx); k != "" {
 		c.pace.cut = k
 		if a.Outcome == OutcomeInterrupted {

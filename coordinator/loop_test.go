@@ -573,3 +573,46 @@ func TestRunFailurePolicy(t *testing.T) {
 		})
 	}
 }
+
+// preparingAgent is a fakeAgent that counts its Prepare calls and when
+// the first came, in agent calls made before it.
+type preparingAgent struct {
+	fakeAgent
+	prepared     atomic.Int32
+	callsAtFirst atomic.Int32
+}
+
+func (a *preparingAgent) Prepare() {
+	if a.prepared.Add(1) == 1 {
+		a.mu.Lock()
+		a.callsAtFirst.Store(int32(len(a.prompts)))
+		a.mu.Unlock()
+	}
+}
+
+// A run that has a task to do has its agent get ready as it opens, before
+// the first agent call, once; a run with nothing to do does not.
+func TestRunPreparesTheAgent(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "RALPH_TASKS.md"), []byte(tasksMD(2)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ag := &preparingAgent{}
+	co := openCoordinator(t, Options{Root: dir, Agent: ag})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone || out.Iterations != 2 {
+		t.Fatalf("outcome %+v", out)
+	}
+	if n := ag.prepared.Load(); n != 1 {
+		t.Errorf("Prepare called %d times in a run of 2 tasks, want 1", n)
+	}
+	if ag.callsAtFirst.Load() != 0 {
+		t.Errorf("Prepare came after %d agent calls, want before the first", ag.callsAtFirst.Load())
+	}
+	// All done now: the next run has nothing for an agent.
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone || out.Iterations != 0 {
+		t.Fatalf("second run's outcome %+v", out)
+	}
+	if n := ag.prepared.Load(); n != 1 {
+		t.Errorf("a run with nothing to do prepared the agent (%d calls in all)", n)
+	}
+}

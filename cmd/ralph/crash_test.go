@@ -455,7 +455,10 @@ func crashCheckKill(t *testing.T, bin string, env []string, dir string, st *cras
 	if len(log.Recent) != log.Entries {
 		t.Errorf("%s: read %d of %d entries", mdstate.ProgressFile, len(log.Recent), log.Entries)
 	}
-	_, recorded := coordinator.RunningAgent(dir)
+	// The record of an iteration's agent stays until the next one's
+	// replaces it: only the session's current iteration's counts.
+	rec, recorded := coordinator.RunningAgent(dir)
+	recorded = recorded && sess != nil && rec.Session == sess.ID && rec.Iteration == sess.Iteration
 	st.phases[crashPhase(sess, recorded, log)]++
 
 	// Every agent started so far is gone within a second (the

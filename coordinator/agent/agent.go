@@ -175,6 +175,10 @@ type Backend interface {
 	// a person to read (ralph agents, the run's header): a prompt passed
 	// as an argument shows as "PROMPT".
 	Command(req Request) []string
+	// Prepare gets ready for the next Run while the caller does something
+	// else, and returns at once: the supervisor that will contain the
+	// child starts now (proc.Prepare), not when Run needs it.
+	Prepare()
 }
 
 // ErrNotInstalled reports that no usable agent CLI was found.

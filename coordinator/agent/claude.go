@@ -31,6 +31,7 @@ func Claude(bin string) Backend {
 }
 
 type claudeBackend struct {
+	contained
 	bin  string
 	root bool
 	now  func() time.Time // resolves "resets 3pm" to a date

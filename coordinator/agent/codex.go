@@ -51,6 +51,7 @@ func Codex(bin string) Backend {
 }
 
 type codexBackend struct {
+	contained
 	bin string
 	now func() time.Time // resolves "try again at 3:20 PM" to a date
 }

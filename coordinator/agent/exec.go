@@ -43,7 +43,10 @@ func Exec(command string) (Backend, error) {
 	return execBackend{argv: argv}, nil
 }
 
-type execBackend struct{ argv []string }
+type execBackend struct {
+	contained
+	argv []string
+}
 
 func (execBackend) Name() string { return "exec" }
 

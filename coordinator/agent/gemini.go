@@ -54,6 +54,7 @@ func Gemini(bin string) Backend {
 }
 
 type geminiBackend struct {
+	contained
 	bin string
 	now func() time.Time
 }

@@ -52,6 +52,7 @@ func Opencode(bin string) Backend {
 }
 
 type opencodeBackend struct {
+	contained
 	bin string
 	now func() time.Time // resolves reset times
 }

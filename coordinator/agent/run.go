@@ -186,6 +186,12 @@ func exitText(code int) string {
 	return fmt.Sprintf("exit code %d", code)
 }
 
+// contained gives every backend its Prepare: each one's child runs
+// contained (runChild).
+type contained struct{}
+
+func (contained) Prepare() { proc.Prepare() }
+
 // runChild runs c with the request's prompt on stdin, feeds its stdout to
 // sink line by line (and every raw byte to req.RawLog), and enforces the
 // no-output watchdog, the deadline and ctx. It returns once the child has

@@ -486,3 +486,49 @@ func TestSupervisorKilledUnderChild(t *testing.T) {
 	}
 	waitGone(t, p.Pid(), 2*time.Second)
 }
+
+// Prepare starts a supervisor ahead of the next start, which waits for it
+// rather than starting a second one, even when it comes at once; a second
+// Prepare while one is on its way, or while one waits, starts none.
+func TestPrepareStartsTheNextSupervisor(t *testing.T) {
+	letIdleGo(t)
+	Prepare()
+	Prepare()
+	sup := supervisorOf(t, 0)
+	if n := liveSupervisors(); n != 1 {
+		t.Errorf("%d supervisors run after two Prepares and a start: want the prepared one alone", n)
+	}
+	Prepare()
+	awaitPrepared()
+	if n := liveSupervisors(); n != 1 {
+		t.Errorf("%d supervisors run after a Prepare while one waited, want 1", n)
+	}
+	if again := supervisorOf(t, 0); again != sup {
+		t.Errorf("the next child ran under supervisor %d, the prepared one is %d", again, sup)
+	}
+}
+
+// letIdleGo lets every idle supervisor go and waits until each has exited.
+func letIdleGo(t *testing.T) {
+	t.Helper()
+	awaitPrepared()
+	pool.Lock()
+	idle := pool.idle
+	pool.idle = nil
+	pool.Unlock()
+	for _, s := range idle {
+		s.close()
+		select {
+		case <-s.exited:
+		case <-time.After(5 * time.Second):
+			t.Fatal("an idle supervisor let go did not exit")
+		}
+	}
+}
+
+// liveSupervisors counts the supervisors started and not yet reaped.
+func liveSupervisors() int {
+	pool.Lock()
+	defer pool.Unlock()
+	return len(pool.live)
+}

@@ -37,11 +37,58 @@ type server struct {
 const maxIdle = 2
 
 // pool holds the supervisors: idle, those that wait for a child; live,
-// every one started and not yet reaped.
+// every one started and not yet reaped; preparing, open while Prepare
+// starts one (closed once it is idle, or failed); shut, set by Shutdown.
 var pool struct {
 	sync.Mutex
-	idle []*server
-	live map[*server]struct{}
+	idle      []*server
+	live      map[*server]struct{}
+	preparing chan struct{}
+	shut      bool
+}
+
+// Prepare starts a supervisor ahead of the next contained start, unless
+// one waits already or is on its way, and returns at once. A supervisor
+// is this program started again, about 2 ms of work on another core that
+// the first start would otherwise wait for; ralph calls it as a run opens
+// with a task to do. Nothing is started where Start would not contain a
+// child (Supervise was not called) or after Shutdown. A failure is left
+// to the start that needs the supervisor, which then says why.
+func Prepare() {
+	if !supervisable.Load() {
+		return
+	}
+	pool.Lock()
+	defer pool.Unlock()
+	if pool.shut || pool.preparing != nil || len(pool.idle) > 0 {
+		return
+	}
+	done := make(chan struct{})
+	pool.preparing = done
+	go func() {
+		defer close(done)
+		s, err := spawnServer()
+		pool.Lock()
+		defer pool.Unlock()
+		pool.preparing = nil
+		switch {
+		case err != nil:
+		case pool.shut:
+			s.close()
+		default:
+			pool.idle = append(pool.idle, s)
+		}
+	}()
+}
+
+// awaitPrepared waits for a supervisor that Prepare is starting, if any.
+func awaitPrepared() {
+	pool.Lock()
+	preparing := pool.preparing
+	pool.Unlock()
+	if preparing != nil {
+		<-preparing
+	}
 }
 
 // Shutdown lets every supervisor go and waits until each has exited, at
@@ -49,6 +96,10 @@ var pool struct {
 // is done) kills what it started first. ralph calls it last, so that
 // nothing it started outlives it.
 func Shutdown() {
+	pool.Lock()
+	pool.shut = true
+	pool.Unlock()
+	awaitPrepared() // the one on its way is let go as it comes
 	pool.Lock()
 	all := make([]*server, 0, len(pool.live))
 	for s := range pool.live {
@@ -72,6 +123,7 @@ func Shutdown() {
 // takeServer returns an idle supervisor, and whether it served before, or
 // starts one.
 func takeServer() (s *server, reused bool, err error) {
+	awaitPrepared() // a start of its own would only be later
 	pool.Lock()
 	for len(pool.idle) > 0 {
 		s = pool.idle[len(pool.idle)-1]

@@ -23,6 +23,9 @@ func startSupervised(context.Context, Cmd, string, io.Writer, io.Writer) (*Proce
 // Shutdown has nothing to wait for: there are no supervisors here.
 func Shutdown() {}
 
+// Prepare has nothing to start: there are no supervisors here.
+func Prepare() {}
+
 // supervisor is never made here: no Process has one.
 type supervisor struct{ name string }
 
