@@ -92,6 +92,9 @@ const (
 	// vsOverheadTasks is the size of the run whose per-task cost is the
 	// coordinator's overhead.
 	vsOverheadTasks = 50
+	// vsSlopeFrom is the size of the shorter run per-iteration compares
+	// with a run of vsOverheadTasks.
+	vsSlopeFrom = 10
 )
 
 // BenchmarkVsTUI runs ralph and ralph-tui side by side:
@@ -101,7 +104,12 @@ const (
 //   - run-3: a run through 3 tasks with the instant agent, from start to
 //     exit;
 //   - overhead-50: a run through 50 tasks, less 50 times the agent's own
-//     time (the fake run alone, in the same loop), divided by 50.
+//     time (the fake run alone, in the same loop), divided by 50: the
+//     run's start and end are in it, shared among the tasks;
+//   - per-iteration-10-50: what one more iteration costs, less the
+//     agent's own time: a run of 50 tasks and one of 10, one after the
+//     other, the difference divided by 40 (the start and end, the same
+//     in both, cancel out), the median over the pairs (per-iteration-ms).
 //
 // Each reports per side the median, min and max wall time (ms-median …),
 // the peak RSS, the ratios of ralph-tui's median to ralph's, and the load
@@ -115,6 +123,7 @@ func BenchmarkVsTUI(b *testing.B) {
 	b.Run("status-json-3", h.benchStatus)
 	b.Run("run-3", func(b *testing.B) { h.benchRun(b, 3, false) })
 	b.Run(fmt.Sprintf("overhead-%d", vsOverheadTasks), func(b *testing.B) { h.benchRun(b, vsOverheadTasks, true) })
+	b.Run(fmt.Sprintf("per-iteration-%d-%d", vsSlopeFrom, vsOverheadTasks), h.benchSlope)
 }
 
 // vsHarness holds what every sub-benchmark shares: the sides, the fake
@@ -241,6 +250,49 @@ func (h *vsHarness) benchRun(b *testing.B, n int, overhead bool) {
 	h.report(b, walls, rss)
 	if overhead {
 		h.reportOverhead(b, walls, agent, n)
+	}
+	reportLoad(b)
+}
+
+// benchSlope times, for each side in turn, a run of vsSlopeFrom tasks and
+// one of vsOverheadTasks, and reports the median of what the longer one
+// took more per extra task, less the agent's own time.
+func (h *vsHarness) benchSlope(b *testing.B) {
+	short, long := vsSlopeFrom, vsOverheadTasks
+	dirs := make([]string, len(h.sides))
+	for i, s := range h.sides {
+		dirs[i] = b.TempDir()
+		h.runAll(b, s, dirs[i], short)
+	}
+	slopes := make([][]time.Duration, len(h.sides))
+	var agent []time.Duration
+	for i := 0; b.Loop(); i++ {
+		for _, j := range vsOrder(len(h.sides), i) {
+			a := h.runAll(b, h.sides[j], dirs[j], short)
+			z := h.runAll(b, h.sides[j], dirs[j], long)
+			slopes[j] = append(slopes[j], (z-a)/time.Duration(long-short))
+		}
+		b.StopTimer()
+		for range vsAgentRuns {
+			agent = append(agent, h.agentAlone(b))
+		}
+		b.StartTimer()
+	}
+	slices.Sort(agent)
+	own := agent[len(agent)/2]
+	b.ReportMetric(vsMS(own), "agent-ms-median")
+	per := make([]time.Duration, len(h.sides))
+	for i, sl := range slopes {
+		slices.Sort(sl)
+		per[i] = sl[len(sl)/2] - own
+		b.ReportMetric(vsMS(per[i]), h.sides[i].name()+"-per-iteration-ms")
+		b.ReportMetric(vsMS(sl[0]-own), h.sides[i].name()+"-per-iteration-min-ms")
+		b.ReportMetric(vsMS(sl[len(sl)-1]-own), h.sides[i].name()+"-per-iteration-max-ms")
+	}
+	if tui := len(h.sides) - 1; h.tuiErr == nil {
+		for i := range tui {
+			b.ReportMetric(float64(per[tui])/float64(per[i]), "tui-vs-"+h.sides[i].name()+"-x")
+		}
 	}
 	reportLoad(b)
 }
