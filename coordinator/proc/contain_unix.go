@@ -71,13 +71,14 @@ func Prepare() {
 		pool.Lock()
 		defer pool.Unlock()
 		pool.preparing = nil
-		switch {
-		case err != nil:
-		case pool.shut:
-			s.close()
-		default:
-			pool.idle = append(pool.idle, s)
+		if err != nil {
+			return // the start that needs one tries again, and says why
 		}
+		if pool.shut {
+			s.close()
+			return
+		}
+		pool.idle = append(pool.idle, s)
 	}()
 }
 

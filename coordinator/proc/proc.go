@@ -30,7 +30,8 @@
 // SIGKILL included). Then it kills every process it can reach, over and
 // over until none is left, and reports how the child ended. A supervisor
 // serves one child at a time and waits for the next one: starting ralph's
-// program costs about 2 ms, a start order tens of microseconds. Those that wait
+// program costs about 2 ms, a start order tens of microseconds; Prepare
+// starts one ahead of the first child, beside other work. Those that wait
 // are let go, and waited for, when ralph is done (Shutdown), or end with
 // the socket when ralph dies. A Cmd.Mark goes into the environment of the
 // child and so of everything it starts (MarkVar), which lets KillMarked
