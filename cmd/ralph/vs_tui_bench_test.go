@@ -278,9 +278,7 @@ func (h *vsHarness) benchSlope(b *testing.B) {
 		}
 		b.StartTimer()
 	}
-	slices.Sort(agent)
-	own := agent[len(agent)/2]
-	b.ReportMetric(vsMS(own), "agent-ms-median")
+	own := reportAgent(b, agent)
 	per := make([]time.Duration, len(h.sides))
 	for i, sl := range slopes {
 		slices.Sort(sl)
@@ -424,13 +422,19 @@ func (h *vsHarness) report(b *testing.B, walls [][]time.Duration, rssKB []int64)
 // median run less n times that, per task.
 func (h *vsHarness) reportOverhead(b *testing.B, walls [][]time.Duration, agent []time.Duration, n int) {
 	b.Helper()
-	slices.Sort(agent)
-	own := agent[len(agent)/2]
-	b.ReportMetric(vsMS(own), "agent-ms-median")
+	own := reportAgent(b, agent)
 	for i, w := range walls {
 		per := (w[len(w)/2] - time.Duration(n)*own) / time.Duration(n)
 		b.ReportMetric(vsMS(per), h.sides[i].name()+"-overhead-ms/task")
 	}
+}
+
+// reportAgent reports the median of the agent's own times, and returns it.
+func reportAgent(b *testing.B, agent []time.Duration) time.Duration {
+	slices.Sort(agent)
+	own := agent[len(agent)/2]
+	b.ReportMetric(vsMS(own), "agent-ms-median")
+	return own
 }
 
 // vsOrder is the order of k sides in iteration i: rotated by one each
