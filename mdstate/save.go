@@ -150,6 +150,10 @@ type save struct {
 	record *pendingRecord
 	// spared is set once a replaced file is kept as the spare (spare.go).
 	spared bool
+	// fresh is the spare the swap's new version was written over, and
+	// looked the file found in place by the look, each open under a write
+	// lease until the exchange is done (vouched.go).
+	fresh, looked *os.File
 	// later lets the folder's flush after a swap go on once the save is
 	// over (Project.FlushLater, a save without a record); owed says a
 	// swap left one to do.
@@ -331,6 +335,7 @@ func (s *save) apply(cur []byte) []byte {
 func (s *save) swap(data []byte, prev onDisk) (got []byte, placed bool, err error) {
 	var tmp string
 	var fi fs.FileInfo
+	defer s.dropLeases()
 	err = s.withRecord(func() (err error) {
 		tmp, fi, err = s.writeTemp(data)
 		return err
@@ -347,10 +352,17 @@ func (s *save) swap(data []byte, prev onDisk) (got []byte, placed bool, err erro
 		return cur, false, err
 	}
 	probeAt(probeLooked)
+	s.leaseLooked(prev.data)
 	err = errNoExchange
 	if useExchange {
 		err = exchange(tmp, s.path)
 	}
+	if err == nil {
+		s.vouchSwapped(data, prev.data)
+	}
+	// Before anything of ralph's opens the files again: an open waits
+	// for the lease on its file to be given back.
+	s.dropLeases()
 	switch {
 	case errors.Is(err, errNoExchange):
 		// A save between the look and the rename is lost: the exchange
@@ -372,6 +384,52 @@ func (s *save) swap(data []byte, prev onDisk) (got []byte, placed bool, err erro
 	s.written = fi
 	probeAt(probeExchanged)
 	return s.readReplaced(tmp, data, prev.data)
+}
+
+// leaseLooked takes a write lease on the file in place, when the version
+// there is vouched for holding expected (what the look found): unbroken
+// after the exchange, it shows the replaced file still holds expected.
+// Worth it only where a compare costs more than its system calls.
+func (s *save) leaseLooked(expected []byte) {
+	if len(expected) < leaseWorth {
+		return
+	}
+	f, err := openFile(s.path, os.O_RDONLY, 0)
+	if err != nil {
+		return
+	}
+	if !leaseVouched(f, expected) {
+		_ = f.Close()
+		return
+	}
+	s.looked = f
+}
+
+// leaseWorth is the size from which a save carries what the file it
+// replaced holds across the exchange with a lease (leaseLooked), rather
+// than compare it after: below it a compare is about as cheap.
+const leaseWorth = 64 << 10
+
+// vouchSwapped vouches, after the exchange, for the file now in place
+// holding ours and the replaced one holding expected, where their leases
+// show it (vouched.go).
+func (s *save) vouchSwapped(ours, expected []byte) {
+	if s.fresh != nil {
+		vouchLeased(s.fresh, ours)
+	}
+	if s.looked != nil {
+		vouchLeased(s.looked, expected)
+	}
+}
+
+// dropLeases closes the files the swap held under a lease.
+func (s *save) dropLeases() {
+	for _, f := range []**os.File{&s.fresh, &s.looked} {
+		if *f != nil {
+			_ = (*f).Close()
+			*f = nil
+		}
+	}
 }
 
 // look reads the file as it is, waiting out an editor's save.

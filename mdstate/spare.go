@@ -44,10 +44,13 @@ func (s *save) sparePath() string {
 
 // writeTemp writes data to a temporary file beside the file, durably,
 // over the spare's blocks when it can (the first swap of a save only: a
-// later one may still read the spare as a file it replaced).
+// later one may still read the spare as a file it replaced). The spare
+// stays open, under its lease, as s.fresh: the swap vouches for it
+// (vouchLeased) once it is in place.
 func (s *save) writeTemp(data []byte) (tmp string, fi fs.FileInfo, err error) {
 	if spare := s.sparePath(); spare != "" && len(s.held) == 0 {
-		if tmp, fi, err := reuseSpare(spare, s.path, data, s.mode); err == nil {
+		if f, tmp, fi, err := reuseSpareLeased(spare, s.path, data, s.mode); err == nil {
+			s.fresh = f
 			return tmp, fi, nil
 		}
 	}
@@ -59,28 +62,42 @@ func (s *save) writeTemp(data []byte) (tmp string, fi fs.FileInfo, err error) {
 // file that cannot be reused is not kept) and the error returned; the
 // caller then writes a new temporary file.
 func reuseSpare(spare, path string, data []byte, perm fs.FileMode) (tmp string, fi fs.FileInfo, err error) {
-	f, err := openSpare(spare)
+	f, tmp, fi, err := reuseSpareLeased(spare, path, data, perm)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return "", nil, err
+	}
+	return tmp, fi, nil
+}
+
+// reuseSpareLeased is reuseSpare that hands the spare back open, still
+// under the write lease openSpare took; the caller closes it.
+func reuseSpareLeased(spare, path string, data []byte, perm fs.FileMode) (f *os.File, tmp string, fi fs.FileInfo, err error) {
+	f, err = openSpare(spare)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			_ = os.Remove(spare)
 		}
-		return "", nil, err
+		return nil, "", nil, err
 	}
 	fi, err = fillSpare(f, data, perm)
 	if err == nil {
 		tmp, err = renameBeside(spare, path)
 	}
 	if err != nil {
+		_ = f.Close()
 		_ = os.Remove(spare)
-		return "", nil, err
+		return nil, "", nil, err
 	}
-	return tmp, fi, nil
+	return f, tmp, fi, nil
 }
 
-// fillSpare makes the spare f hold data with mode perm, durably, and
-// closes it. It returns the file's info.
+// fillSpare makes the spare f hold data with mode perm, durably. It
+// returns the file's info.
 func fillSpare(f *os.File, data []byte, perm fs.FileMode) (fi fs.FileInfo, err error) {
-	defer func() { err = errors.Join(err, f.Close()) }()
 	if err = writeChanged(f, data); err != nil {
 		return nil, err
 	}
@@ -183,8 +200,16 @@ func (s *save) keepSpare(h *replaced) bool {
 	if spare == "" || s.spared {
 		return false
 	}
+	// The rename stamps it anew: a lease carries what it holds across.
+	leased := h.f != nil && len(h.data) >= leaseWorth && leaseVouched(h.f, h.data)
 	if err := os.Rename(h.tmp, spare); err != nil {
+		if leased {
+			dropLease(h.f)
+		}
 		return false
+	}
+	if leased {
+		vouchLeased(h.f, h.data)
 	}
 	s.spared = true
 	return true

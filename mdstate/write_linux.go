@@ -42,9 +42,33 @@ func openForWriting(f *os.File) (writing, known bool) {
 	return false, false
 }
 
+// takeLease asks for a write lease on the file f is open on. The kernel
+// grants one only while no other open file of it exists (no reader, no
+// writer, no mapping), and breaks it as soon as anyone opens or truncates
+// the file (an open waits until the lease is given back); a rename leaves
+// it whole. Taken, it is given back by dropLease or by closing f. false
+// where leases are not available (a file of another user's, a network
+// file system) or the file is open elsewhere.
+func takeLease(f *os.File) bool {
+	_, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_WRLCK)
+	return err == nil
+}
+
+// leaseWhole reports whether the write lease on f's file is unbroken:
+// nobody opened the file since takeLease.
+func leaseWhole(f *os.File) bool {
+	l, err := unix.FcntlInt(f.Fd(), unix.F_GETLEASE, 0)
+	return err == nil && l == unix.F_WRLCK
+}
+
+// dropLease gives the lease on f's file back (an open waiting for it goes
+// on).
+func dropLease(f *os.File) { _, _ = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK) }
+
 // openSpare opens the spare at path for a rewrite: a regular file of one
 // link that no other process has open (a write lease is granted only
-// then, and given back at once). A symlink there is refused.
+// then). The lease is kept until f is closed (or dropLease): nobody can
+// open the spare while ralph writes it. A symlink there is refused.
 func openSpare(path string) (*os.File, error) {
 	f, err := openFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
 	if err != nil {
@@ -59,11 +83,10 @@ func openSpare(path string) (*os.File, error) {
 		_ = f.Close()
 		return nil, errSpareInUse
 	}
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+	if !takeLease(f) {
 		_ = f.Close()
 		return nil, errSpareInUse
 	}
-	_, _ = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
 	return f, nil
 }
 

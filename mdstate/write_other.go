@@ -11,6 +11,16 @@ func exchange(tmp, path string) error { return errNoExchange }
 // openForWriting is known only on Linux (write_linux.go).
 func openForWriting(f *os.File) (writing, known bool) { return false, false }
 
+// takeLease: leases are Linux's (write_linux.go); without one a save
+// compares what it needs to know.
+func takeLease(f *os.File) bool { return false }
+
+// leaseWhole: no lease is ever taken here.
+func leaseWhole(f *os.File) bool { return false }
+
+// dropLease: no lease is ever taken here.
+func dropLease(f *os.File) {}
+
 // openSpare: spares are kept only where the swap is an exchange (Linux).
 func openSpare(path string) (*os.File, error) { return nil, errSpareInUse }
 
