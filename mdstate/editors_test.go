@@ -72,14 +72,27 @@ func TestEditorsLoseNothing(t *testing.T) {
 		t.Skip("an editor saves 4,500 times")
 	}
 	for _, style := range []editStyle{appendInPlace, tempRename, vimStyle} {
-		t.Run(string(style), func(t *testing.T) { raceEditor(t, style) })
+		t.Run(string(style), func(t *testing.T) { raceEditor(t, style, 0) })
+		// Past leaseWorth, a save carries what the files hold across its
+		// renames with write leases (vouched.go), which the editor's
+		// opens refuse or break.
+		t.Run(string(style)+", big file", func(t *testing.T) { raceEditor(t, style, 2000) })
 	}
 }
 
-func raceEditor(t *testing.T, style editStyle) {
+// raceEditor races an editor saving in style against ralph's saves, on a
+// tasks file that starts with pad done tasks before ralph's two.
+func raceEditor(t *testing.T, style editStyle, pad int) {
 	dir := t.TempDir()
 	tasks, todo := filepath.Join(dir, TasksFile), filepath.Join(dir, TodoFile)
-	writeFile(t, tasks, "# Tasks\n\n- [ ] T1: Toggled by ralph\n- [ ] T2: Noted by ralph\n", 0o644)
+	var filler strings.Builder
+	for i := 1; i <= pad; i++ {
+		fmt.Fprintf(&filler, "- [x] F%d: Filler task number %d, done long ago\n", i, i)
+	}
+	writeFile(t, tasks, "# Tasks\n\n"+filler.String()+"- [ ] T1: Toggled by ralph\n- [ ] T2: Noted by ralph\n", 0o644)
+	if fi, err := os.Stat(tasks); err != nil || pad > 0 && fi.Size() < leaseWorth {
+		t.Fatalf("the tasks file is too small for leases: %v", err)
+	}
 	writeFile(t, todo, "# To-do\n\n- [ ] D1: First\n", 0o644)
 	p := Open(dir)
 	// ralph has read the files before the editor starts, as a coordinator
