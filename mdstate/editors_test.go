@@ -90,8 +90,10 @@ func raceEditor(t *testing.T, style editStyle, pad int) {
 		fmt.Fprintf(&filler, "- [x] F%d: Filler task number %d, done long ago\n", i, i)
 	}
 	writeFile(t, tasks, "# Tasks\n\n"+filler.String()+"- [ ] T1: Toggled by ralph\n- [ ] T2: Noted by ralph\n", 0o644)
-	if fi, err := os.Stat(tasks); err != nil || pad > 0 && fi.Size() < leaseWorth {
-		t.Fatalf("the tasks file is too small for leases: %v", err)
+	if fi, err := os.Stat(tasks); err != nil {
+		t.Fatal(err)
+	} else if pad > 0 && fi.Size() < leaseWorth {
+		t.Fatalf("the tasks file is %d bytes, too small for leases (%d)", fi.Size(), leaseWorth)
 	}
 	writeFile(t, todo, "# To-do\n\n- [ ] D1: First\n", 0o644)
 	p := Open(dir)

@@ -405,11 +405,6 @@ func (s *save) leaseLooked(expected []byte) {
 	s.looked = f
 }
 
-// leaseWorth is the size from which a save carries what the file it
-// replaced holds across the exchange with a lease (leaseLooked), rather
-// than compare it after: below it a compare is about as cheap.
-const leaseWorth = 64 << 10
-
 // vouchSwapped vouches, after the exchange, for the file now in place
 // holding ours and the replaced one holding expected, where their leases
 // show it (vouched.go).
@@ -424,12 +419,12 @@ func (s *save) vouchSwapped(ours, expected []byte) {
 
 // dropLeases closes the files the swap held under a lease.
 func (s *save) dropLeases() {
-	for _, f := range []**os.File{&s.fresh, &s.looked} {
-		if *f != nil {
-			_ = (*f).Close()
-			*f = nil
+	for _, f := range []*os.File{s.fresh, s.looked} {
+		if f != nil {
+			_ = f.Close()
 		}
 	}
+	s.fresh, s.looked = nil, nil
 }
 
 // look reads the file as it is, waiting out an editor's save.

@@ -39,6 +39,13 @@ import (
 // Where no lease is granted (the file is open elsewhere; another user's;
 // not Linux) the compare is made, as before.
 
+// leaseWorth is the size from which a save carries what a file it
+// replaced holds across its renames with a lease (leaseLooked,
+// keepSpare), rather than compare it after: below it a compare is about
+// as cheap as the lease's system calls. The spare a save writes over is
+// always leased: openSpare takes that lease anyway.
+const leaseWorth = 64 << 10
+
 // leaseVouched takes a write lease on f's file when the version f shows
 // then is vouched for holding data, and reports whether it holds one.
 // The stat comes after the grant: from then on the version is the one
