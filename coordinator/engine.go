@@ -198,6 +198,9 @@ type Coordinator struct {
 	// delivered is the guidance the last iteration received and answered:
 	// the session's next write takes it off the queue.
 	delivered []string
+	// ahead is the next iteration, when the last one's write began it
+	// (ahead.go).
+	ahead *beganAhead
 	// own is what ralph wrote in the state files this session (owned.go).
 	own ownEdits
 	// plan is what the last write of RALPH_TASKS.md found about them.

@@ -175,7 +175,7 @@ func recoveredEntry(now time.Time, old *mdstate.Session, killed int) mdstate.Ent
 // written from the session's saved result (nil for a session saved by an
 // older ralph: a done task without duration, tokens or cost) and the
 // report kept for it (keptreport.go), for its summary and decisions.
-func restoredEntry(now time.Time, old *mdstate.Session, t *mdstate.Item, rep AgentReport) mdstate.Entry {
+func restoredEntry(now time.Time, old *mdstate.Session, t *mdstate.Item, rep AgentReport, guidance []string) mdstate.Entry {
 	fields := []mdstate.Field{
 		{Key: "outcome", Value: string(OutcomeDone)},
 		{Key: "agent", Value: AgentLabel(old.Agent, old.Model)},
@@ -193,6 +193,9 @@ func restoredEntry(now time.Time, old *mdstate.Session, t *mdstate.Item, rep Age
 	}
 	fields = append(fields, mdstate.Field{Key: "note", Value: note})
 	fields = appendReport(fields, rep)
+	if len(guidance) > 0 {
+		fields = append(fields, mdstate.Field{Key: "guidance", List: guidance})
+	}
 	return mdstate.Entry{Time: now, Title: t.ID + ": " + t.Title, Fields: fields}
 }
 

@@ -17,12 +17,17 @@ import (
 // iterate gives one task to one child agent and writes back what came of
 // it: the task's status with the iteration's result, what the agent
 // reported, the progress entry, the commit.
-func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (IterationOutcome, error) {
-	if err := c.preflight(); err != nil {
-		return "", err
-	}
-	if err := c.begin(task); err != nil {
-		return "", err
+// An iteration begun ahead (ahead.go) was begun by the last one's write.
+func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *beganAhead) (IterationOutcome, error) {
+	if ahead != nil {
+		c.startedEvent(task, ahead.open)
+	} else {
+		if err := c.preflight(); err != nil {
+			return "", err
+		}
+		if err := c.begin(task); err != nil {
+			return "", err
+		}
 	}
 	var owed *pendingCommit
 	if c.opts.Commit {
@@ -54,15 +59,16 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 		return "", err
 	}
 	d := c.decide(task, a)
-	unfiled, err := c.recordOutcome(task, a, &d)
-	if err != nil {
-		return "", err
-	}
 	var delivered []string
 	if a.Answered {
 		delivered = guidance
 	}
-	entry := iterationEntry(c.opts.Now(), task, c.session.Iteration, AgentLabel(c.opts.Agent.Name(), runModel(c.opts.Model, a.Result)), a, d.note, delivered)
+	it := c.session.Iteration // the outcome's write may begin the next
+	unfiled, err := c.recordOutcome(ctx, task, a, &d, delivered)
+	if err != nil {
+		return "", err
+	}
+	entry := iterationEntry(c.opts.Now(), task, it, AgentLabel(c.opts.Agent.Name(), runModel(c.opts.Model, a.Result)), a, d.note, delivered)
 	entry.Fields = append(entry.Fields, unfiled.fields()...)
 	entry = redactEntry(entry, c.opts.redactor())
 	if err := c.appendEntry(entry); err != nil {
@@ -77,12 +83,10 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item) (Iteratio
 		}
 	}
 	if len(delivered) > 0 {
-		// Off the queue with the session's next write: a crash before it
-		// delivers the guidance once more, never not at all.
-		c.delivered = delivered
-		c.emit(Event{Kind: EventGuidanceDelivered, Iteration: c.session.Iteration, Task: task.ID, Delivered: delivered})
+		// Off the queue in the outcome's write (recordOutcome).
+		c.emit(Event{Kind: EventGuidanceDelivered, Iteration: it, Task: task.ID, Delivered: delivered})
 	}
-	c.emit(Event{Kind: EventIterationDone, Iteration: c.session.Iteration, Task: task.ID, Title: task.Title, Outcome: a.Outcome, Reason: d.note,
+	c.emit(Event{Kind: EventIterationDone, Iteration: it, Task: task.ID, Title: task.Title, Outcome: a.Outcome, Reason: d.note,
 		TokensIn: a.Result.Usage.In, TokensOut: a.Result.Usage.Out, CostUSD: a.Result.CostUSD,
 		UsageUnknown: !usageKnown(a.Result), CostUnknown: !costKnown(a.Result),
 		AgentSession: a.Result.SessionID, Model: runModel(c.opts.Model, a.Result)})
@@ -117,12 +121,7 @@ func (c *Coordinator) begin(task *mdstate.Item) error {
 	}
 	c.pace.retry, c.pace.again = "", false
 	c.own.marked(task.ID, was, mdstate.InProgress)
-	doneInRun := s.Done - c.doneAtStart
-	if c.opts.TaskID != "" {
-		doneInRun, open = 0, 1 // a --task run has one task
-	}
-	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: task.ID, Title: task.Title,
-		Position: doneInRun + 1, Total: doneInRun + open})
+	c.startedEvent(task, open)
 	return nil
 }
 
@@ -351,7 +350,9 @@ func (c *Coordinator) failurePolicy(id string, d *decision) {
 // next start recovers the iteration as interrupted. A task whose status a
 // person changed while its agent worked keeps the person's status; ralph's
 // outcome goes in a note under it and in d's note, for the progress entry.
-func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision, rec *mdstate.Record) error {
+// With ahead, the same write may begin the next iteration (ahead.go): it
+// is then in c.ahead.
+func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision, rec *mdstate.Record, ahead bool) error {
 	s := &c.session
 	before := *s
 	// Costs are kept to 1/100 of a cent, as the files show them: the
@@ -361,15 +362,18 @@ func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision, re
 	// partial once some iterations have and some have not.
 	s.AddUsage(a.Result.Usage.In, a.Result.Usage.Out, usageKnown(a.Result))
 	s.AddCost(a.Result.CostUSD, costKnown(a.Result))
-	s.Phase = mdstate.PhaseWriting
-	done := s.Done
-	s.Result = &mdstate.IterationResult{Outcome: string(a.Outcome), TokensIn: a.Result.Usage.In, TokensOut: a.Result.Usage.Out,
+	done, it := s.Done, s.Iteration
+	result := &mdstate.IterationResult{Outcome: string(a.Outcome), TokensIn: a.Result.Usage.In, TokensOut: a.Result.Usage.Out,
 		CostUSD: a.Result.CostUSD, Duration: a.Took.Round(time.Second)}
 	var kept string
+	var next *beganAhead
 	err := c.saveTaskAfter(task.ID, rec, func(e *mdstate.ChecklistEdit) error {
+		// Run again on a file that changed meanwhile: from the start.
+		kept, next = "", nil
+		s.Iteration, s.Task, s.Phase, s.Result = it, task.ID, mdstate.PhaseWriting, result
 		// The session counts the tasks it completed: not one a person
 		// skipped or blocked meanwhile.
-		kept, s.Done = "", done
+		s.Done = done
 		if a.Outcome == OutcomeDone {
 			s.Done++
 		}
@@ -386,7 +390,12 @@ func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision, re
 			kept = personKeptNote(st, a.Outcome, c.opts.Now())
 			return e.AddMeta(task.ID, "note", kept)
 		}
-		return writeOutcome(e, task, d)
+		if err := writeOutcome(e, task, d); err != nil || !ahead {
+			return err
+		}
+		var err error
+		next, err = c.beginInWrite(e, task)
+		return err
 	})
 	if err != nil {
 		*s = before
@@ -400,6 +409,10 @@ func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision, re
 		return nil
 	}
 	c.own.marked(task.ID, mdstate.InProgress, d.status)
+	if next != nil {
+		c.own.marked(next.task.ID, mdstate.Pending, mdstate.InProgress)
+		c.ahead = next
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -38,6 +39,9 @@ type keptReport struct {
 	Learnings []string `json:"learnings,omitempty"`
 	Todos     []string `json:"todos,omitempty"`
 	Decisions []string `json:"decisions,omitempty"`
+	// Guidance is the queued guidance the agent received and answered,
+	// taken off the queue by the same write as the outcome.
+	Guidance []string `json:"guidance,omitempty"`
 }
 
 func keptReportPath(root string) string {
@@ -46,9 +50,9 @@ func keptReportPath(root string) string {
 
 // reportRecord is the record of the current iteration's report, which
 // replaces the last iteration's.
-func (c *Coordinator) reportRecord(task string, rep AgentReport) (mdstate.Record, error) {
+func (c *Coordinator) reportRecord(task string, rep AgentReport, delivered []string) (mdstate.Record, error) {
 	k := keptReport{Session: c.session.ID, Iteration: c.session.Iteration, Task: task,
-		Summary: rep.Summary, Learnings: rep.Learnings, Todos: rep.Todos, Decisions: rep.Decisions}
+		Summary: rep.Summary, Learnings: rep.Learnings, Todos: rep.Todos, Decisions: rep.Decisions, Guidance: delivered}
 	data, err := json.MarshalIndent(k, "", "  ")
 	if err != nil {
 		return mdstate.Record{}, err
@@ -69,40 +73,46 @@ func reportKeptError(err error) error {
 // recordOutcome saves an iteration's outcome and files its agent's report
 // as one step: the report is kept with the task's status and the
 // iteration's result (one step of mdstate's, the report first), then the
-// learnings and to-dos are filed. The progress entry, with the summary and
-// decisions and what could not be filed, follows (iterate).
-func (c *Coordinator) recordOutcome(task *mdstate.Item, a attempt, d *decision) (filed, error) {
-	rec, err := c.reportRecord(task.ID, a.Report)
+// learnings and to-dos are filed. The same write takes the guidance the
+// agent answered (delivered) off the queue, and may begin the next
+// iteration (ahead.go). The progress entry, with the summary and decisions
+// and what could not be filed, follows (iterate).
+func (c *Coordinator) recordOutcome(ctx context.Context, task *mdstate.Item, a attempt, d *decision, delivered []string) (filed, error) {
+	rec, err := c.reportRecord(task.ID, a.Report, delivered)
 	if err != nil {
 		return filed{}, err
 	}
-	if err := c.saveOutcome(task, a, d, &rec); err != nil {
+	c.delivered = delivered
+	if err := c.saveOutcome(task, a, d, &rec, c.mayBeginAhead(ctx, a, d)); err != nil {
+		// Still queued: whoever writes the session next leaves it there.
+		c.delivered = nil
 		return filed{}, reportKeptError(err)
 	}
 	return c.fileReport(a.Report)
 }
 
-// reportKeptFor returns the report kept for the iteration old was in, or
-// an empty one when none was kept (an older ralph, a deleted .ralph/) or
-// the record is another iteration's.
-func reportKeptFor(root string, old *mdstate.Session) AgentReport {
+// reportKeptFor returns the report kept for the iteration old was in, and
+// the guidance its agent answered, or nothing when none was kept (an
+// older ralph, a deleted .ralph/) or the record is another iteration's.
+func reportKeptFor(root string, old *mdstate.Session) (AgentReport, []string) {
 	data, err := os.ReadFile(keptReportPath(root))
 	if err != nil {
-		return AgentReport{}
+		return AgentReport{}, nil
 	}
 	var k keptReport
 	if json.Unmarshal(data, &k) != nil || k.Session != old.ID || k.Iteration != old.Iteration || k.Task != old.Task {
-		return AgentReport{}
+		return AgentReport{}, nil
 	}
-	return AgentReport{Summary: k.Summary, Learnings: k.Learnings, Todos: k.Todos, Decisions: k.Decisions}
+	return AgentReport{Summary: k.Summary, Learnings: k.Learnings, Todos: k.Todos, Decisions: k.Decisions}, k.Guidance
 }
 
 // finishKeptReport files the learnings and to-dos of the report kept for
-// the interrupted iteration old, and returns it for its progress entry.
-func (c *Coordinator) finishKeptReport(old *mdstate.Session) (AgentReport, filed, error) {
-	rep := reportKeptFor(c.opts.Root, old)
+// the interrupted iteration old, and returns it for its progress entry,
+// with the guidance its agent answered.
+func (c *Coordinator) finishKeptReport(old *mdstate.Session) (AgentReport, []string, filed, error) {
+	rep, delivered := reportKeptFor(c.opts.Root, old)
 	f, err := c.fileReport(rep)
-	return rep, f, err
+	return rep, delivered, f, err
 }
 
 // dropKeptReport takes the record out of place once the progress entry

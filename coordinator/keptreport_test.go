@@ -48,8 +48,11 @@ func TestReportFinishedOnRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := tasks.Session()
-	if status(t, tasks, "T1") != mdstate.Done || s.Phase != mdstate.PhaseWriting || s.Result == nil {
-		t.Fatalf("after the error: T1 %s, session %+v", status(t, tasks, "T1"), s)
+	// The write of T1's outcome began T2 (ahead.go); the error took it
+	// back: T2 pending, never tried, the session in T1's phase "writing".
+	if status(t, tasks, "T1") != mdstate.Done || s.Phase != mdstate.PhaseWriting || s.Result == nil || s.Result.Task != "" ||
+		s.Iteration != 1 || s.Task != "T1" || status(t, tasks, "T2") != mdstate.Pending || tasks.Find("T2").Attempts != 0 {
+		t.Fatalf("after the error: T1 %s, T2 %s, session %+v", status(t, tasks, "T1"), status(t, tasks, "T2"), s)
 	}
 	if _, err := os.Stat(keptReportPath(dir)); err != nil {
 		t.Fatalf("no report kept: %v", err)
@@ -98,17 +101,17 @@ func TestReportKeptForOtherIteration(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(keptReportPath(dir)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rec := `{"session":"s1","iteration":3,"task":"T2","summary":"old","learnings":["stale"]}`
+	rec := `{"session":"s1","iteration":3,"task":"T2","summary":"old","learnings":["stale"],"guidance":["use tabs"]}`
 	if err := os.WriteFile(keptReportPath(dir), []byte(rec), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []mdstate.Session{{ID: "s1", Iteration: 4, Task: "T2"}, {ID: "s2", Iteration: 3, Task: "T2"}, {ID: "s1", Iteration: 3, Task: "T3"}} {
-		if rep := reportKeptFor(dir, &s); rep.Summary != "" || len(rep.Learnings) != 0 {
-			t.Errorf("%+v: got %+v", s, rep)
+		if rep, given := reportKeptFor(dir, &s); rep.Summary != "" || len(rep.Learnings) != 0 || given != nil {
+			t.Errorf("%+v: got %+v, guidance %q", s, rep, given)
 		}
 	}
-	if rep := reportKeptFor(dir, &mdstate.Session{ID: "s1", Iteration: 3, Task: "T2"}); rep.Summary != "old" || len(rep.Learnings) != 1 {
-		t.Errorf("its own iteration: %+v", rep)
+	if rep, given := reportKeptFor(dir, &mdstate.Session{ID: "s1", Iteration: 3, Task: "T2"}); rep.Summary != "old" || len(rep.Learnings) != 1 || len(given) != 1 {
+		t.Errorf("its own iteration: %+v, guidance %q", rep, given)
 	}
 }
 

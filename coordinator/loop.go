@@ -16,7 +16,7 @@ import (
 // run is one run, from opening the session to saving how it ended.
 func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 	c.started = c.opts.Now()
-	c.pace = pacing{}
+	c.pace, c.ahead = pacing{}, nil
 	// The breaker compares the first iteration's tree with a clean one.
 	c.brk.stale, c.brk.tree, c.brk.treeKnown = 0, "", true
 	c.scanned = nil // a new go.mod and the like show from the next run on
@@ -137,58 +137,35 @@ func (c *Coordinator) open() (*Outcome, error) {
 // loop runs iterations until something stops it.
 func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 	done := 0
-	stop := func(r StopReason, detail string) (Outcome, error) {
-		return Outcome{Reason: r, Detail: detail, TasksDone: done}, nil
-	}
 	for {
-		// An interrupt is checked first: a Ctrl-C during the last allowed
-		// iteration is still an interrupt (exit 130, session paused), not
-		// a limit. A limit stops only a run that has a task left to start:
-		// finishing the last task in the last allowed iteration is all done.
-		if ctx.Err() != nil {
-			return stop(StopInterrupted, "stopped")
-		}
-		if paused, _ := c.pauseRequested(); paused {
-			return stop(StopPaused, "paused")
-		}
-		if err := c.catchUp(); err != nil {
-			return Outcome{TasksDone: done}, err
-		}
-		tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
-		if err != nil {
-			return Outcome{TasksDone: done}, err
-		}
-		task, none := c.pick(tasks)
-		if none != nil {
-			none.TasksDone = done
-			return *none, nil
-		}
-		if r, detail := c.limitReached(); r != "" {
-			return stop(r, detail)
-		}
-		if until := c.session.WaitUntil; !until.IsZero() && !until.Equal(c.pace.waited) {
-			// Stopped during the wait, or waited: either way the tasks are
-			// read again, since a person may have changed them meanwhile.
-			// The wait stays in the session until the next iteration
-			// starts: a stop right after it still retries the same task
-			// first.
-			if c.waitLimit(ctx, until) {
-				c.pace.waited = until
+		// The next iteration, when the last one's write began it: the
+		// checks below were made before that write (ahead.go). A stop
+		// or a pause since takes it back, and is said below.
+		if c.ahead != nil && c.stopDue(ctx) {
+			if err := c.saveSession(c.undoAhead()); err != nil {
+				return Outcome{TasksDone: done}, err
 			}
-			c.waitOver()
-			continue
 		}
-		if r, detail := c.breaker(); r != "" {
-			return stop(r, detail)
-		}
-		if !c.backoff(ctx, task.ID) {
-			continue // stopped or paused during the backoff: said at the top
-		}
-		if r, detail := c.lowDisk(); r != "" {
-			return stop(r, detail)
+		task, ahead := (*mdstate.Item)(nil), c.ahead
+		c.ahead = nil
+		if ahead != nil {
+			task = ahead.task
+		} else {
+			t, stop, err := c.nextTask(ctx)
+			if err != nil {
+				return Outcome{TasksDone: done}, err
+			}
+			if stop != nil {
+				stop.TasksDone = done
+				return *stop, nil
+			}
+			if t == nil {
+				continue
+			}
+			task = t
 		}
 		before := c.session.Done
-		outcome, err := c.iterate(ctx, task)
+		outcome, err := c.iterate(ctx, task, ahead)
 		if errors.Is(err, errNotReady) {
 			continue // a person changed the task since it was picked
 		}
@@ -198,14 +175,69 @@ func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 		done += c.session.Done - before // not a task a person took meanwhile
 		c.afterIteration(ctx, outcome == OutcomeDone)
 		if c.pace.abort != "" {
-			return stop(StopFailed, c.pace.abort)
+			return Outcome{Reason: StopFailed, Detail: c.pace.abort, TasksDone: done}, nil
 		}
 		if c.opts.TaskID != "" {
 			if r, detail, again := c.onlyTaskNext(ctx, outcome); !again {
-				return stop(r, detail)
+				return Outcome{Reason: r, Detail: detail, TasksDone: done}, nil
 			}
 		}
 	}
+}
+
+// nextTask makes the checks before an iteration and picks its task. It
+// returns the task, or why the run stops, or neither when the loop is to
+// look again (after a wait, a backoff cut short).
+func (c *Coordinator) nextTask(ctx context.Context) (*mdstate.Item, *Outcome, error) {
+	stop := func(r StopReason, detail string) (*mdstate.Item, *Outcome, error) {
+		return nil, &Outcome{Reason: r, Detail: detail}, nil
+	}
+	// An interrupt is checked first: a Ctrl-C during the last allowed
+	// iteration is still an interrupt (exit 130, session paused), not
+	// a limit. A limit stops only a run that has a task left to start:
+	// finishing the last task in the last allowed iteration is all done.
+	if ctx.Err() != nil {
+		return stop(StopInterrupted, "stopped")
+	}
+	if paused, _ := c.pauseRequested(); paused {
+		return stop(StopPaused, "paused")
+	}
+	if err := c.catchUp(); err != nil {
+		return nil, nil, err
+	}
+	tasks, err := c.p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		return nil, nil, err
+	}
+	task, none := c.pick(tasks)
+	if none != nil {
+		return nil, none, nil
+	}
+	if r, detail := c.limitReached(); r != "" {
+		return stop(r, detail)
+	}
+	if until := c.session.WaitUntil; !until.IsZero() && !until.Equal(c.pace.waited) {
+		// Stopped during the wait, or waited: either way the tasks are
+		// read again, since a person may have changed them meanwhile.
+		// The wait stays in the session until the next iteration
+		// starts: a stop right after it still retries the same task
+		// first.
+		if c.waitLimit(ctx, until) {
+			c.pace.waited = until
+		}
+		c.waitOver()
+		return nil, nil, nil
+	}
+	if r, detail := c.breaker(); r != "" {
+		return stop(r, detail)
+	}
+	if !c.backoff(ctx, task.ID) {
+		return nil, nil, nil // stopped or paused during the backoff: said at the top
+	}
+	if r, detail := c.lowDisk(); r != "" {
+		return stop(r, detail)
+	}
+	return task, nil, nil
 }
 
 // onlyTaskNext decides, for a --task run, whether to go on after an
@@ -259,7 +291,7 @@ func (c *Coordinator) finish(out Outcome, err error) (_ Outcome, ferr error) {
 		c.session.Status = mdstate.SessionPaused
 	}
 	c.session.Reason = string(out.Reason)
-	err = c.saveSession(nil)
+	err = c.saveSession(c.undoAhead()) // none begun: the loop took it, or stopped before
 	if err == nil && !out.Reason.pauses() {
 		// The ended session too: a run that ends leaves a clean work
 		// tree. A paused one goes on, and its next task's commit takes
@@ -298,7 +330,8 @@ func (c *Coordinator) keepRecoverable(err error) {
 		c.session.Reason = oneLineText("error: " + err.Error())
 	}
 	c.session.Child = 0
-	_ = c.saveSession(nil) // may fail the same way; the lock's release says "interrupted" anyway
+	// may fail the same way; the lock's release says "interrupted" anyway
+	_ = c.saveSession(c.undoAhead())
 }
 
 // pick chooses the next task, or says why there is none.

@@ -115,7 +115,7 @@ func (c *Coordinator) recoverInterrupted(old *mdstate.Session, tasks *mdstate.Ch
 	// Killed after iterate saved the task's new status but before its
 	// progress entry was appended: the entry is written now, before the
 	// session moves on (phase "starting").
-	if err := c.restoreEntry(old, tasks); err != nil {
+	if err := c.restoreEntry(resultIteration(old), tasks); err != nil {
 		return err
 	}
 	// With --commit, killed before the task's commit: it is made now,
@@ -222,13 +222,29 @@ func (c *Coordinator) restoreEntry(old *mdstate.Session, tasks *mdstate.Checklis
 	if hasIterationEntry(log, t.ID, old.Iteration, since) {
 		return nil // written before the kill
 	}
-	rep, unfiled, err := c.finishKeptReport(old)
+	rep, delivered, unfiled, err := c.finishKeptReport(old)
 	if err != nil {
 		return err
 	}
-	e := restoredEntry(c.opts.Now(), old, t, rep)
+	e := restoredEntry(c.opts.Now(), old, t, rep, delivered)
 	e.Fields = append(e.Fields, unfiled.fields()...)
 	return c.appendEntry(redactEntry(e, c.opts.redactor()))
+}
+
+// resultIteration is the session as it was when the result it holds was
+// saved: old itself, or, when the write that saved the result began the
+// next iteration (ahead.go), old in phase "writing" of the iteration the
+// result names.
+func resultIteration(old *mdstate.Session) *mdstate.Session {
+	r := old.Result
+	if r == nil || r.Task == "" {
+		return old
+	}
+	s, own := *old, *r
+	s.Iteration, s.Task, s.Phase = r.Iteration, r.Task, mdstate.PhaseWriting
+	own.Iteration, own.Task = 0, ""
+	s.Result = &own
+	return &s
 }
 
 // summarize records a session's end in the progress log.

@@ -151,3 +151,39 @@ func (c *Checklist) readyFrom(old, changed []int) []int {
 	}
 	return append(out, now[k:]...)
 }
+
+// NextOnceDone returns the task Next would return once the task id is
+// done (and if it were pending, no longer): the answer for the file with
+// that edit made, worked out without it. Only id's own readiness and that
+// of the tasks waiting for it can differ.
+func (c *Checklist) NextOnceDone(id string) *Item {
+	id = normID(id)
+	done := c.indexOf(id)
+	best := -1
+	for _, i := range c.readyIndexes() {
+		if i != done {
+			best = i // the first in Ready's order
+			break
+		}
+	}
+	for _, j := range c.ready.deps.on(c, id) {
+		if j != done && c.content(j).Status == Pending && c.depsDoneBut(c.content(j), done) &&
+			(best < 0 || c.byReadyOrder(j, best) < 0) {
+			best = j
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return c.Item(best)
+}
+
+// depsDoneBut is depsDone with the item at index done counted as done.
+func (c *Checklist) depsDoneBut(it *Item, done int) bool {
+	for _, ref := range it.After {
+		if i := c.indexOf(ref); i < 0 || (i != done && c.content(i).Status != Done) {
+			return false
+		}
+	}
+	return true
+}

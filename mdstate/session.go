@@ -75,10 +75,12 @@ type Session struct {
 	// to reset: a restart during the wait goes on waiting.
 	WaitUntil time.Time
 	// Result is the outcome and usage of the iteration that has just
-	// ended. It is saved with the task's new status (phase "writing") and
-	// dropped by the next write, once the iteration's progress entry is in
-	// the log: if ralph dies in between, the next start writes the entry
-	// from it, so every token the session counts is in some entry.
+	// ended. It is saved with the task's new status (phase "writing", or
+	// phase "agent" when the same write began the next iteration: the
+	// result then names its own) and dropped by the next write, once the
+	// iteration's progress entry is in the log: if ralph dies in between,
+	// the next start writes the entry from it, so every token the session
+	// counts is in some entry.
 	Result *IterationResult
 	Line   int // 1-based line of the "## Session" heading
 	// Extra keeps lines ralph does not know, in order, so they survive.
@@ -117,21 +119,45 @@ const (
 )
 
 // IterationResult is what one iteration came to: written in the session
-// block as "- result: done, 1200 in, 300 out, $0.0123, 12s".
+// block as "- result: done, 1200 in, 300 out, $0.0123, 12s". The result of
+// an iteration before the session's current one (saved in the write that
+// began the next, until its progress entry is in the log) names it:
+// "- result: iteration 3, T4: done, 1200 in, 300 out, $0.0123, 12s".
 type IterationResult struct {
 	Outcome   string // done, failed, blocked, interrupted, rate_limited
 	TokensIn  int64
 	TokensOut int64
 	CostUSD   float64
 	Duration  time.Duration // whole seconds
+	// Iteration and Task name the iteration the result is of, when it is
+	// not the session's current one; 0 and "" when it is.
+	Iteration int
+	Task      string
 }
 
 func (r *IterationResult) String() string {
-	return fmt.Sprintf("%s, %d in, %d out, $%.4f, %s", r.Outcome, r.TokensIn, r.TokensOut, r.CostUSD, r.Duration.Round(time.Second))
+	figures := fmt.Sprintf("%s, %d in, %d out, $%.4f, %s", r.Outcome, r.TokensIn, r.TokensOut, r.CostUSD, r.Duration.Round(time.Second))
+	if r.Task == "" {
+		return figures
+	}
+	return fmt.Sprintf("iteration %d, %s: %s", r.Iteration, r.Task, figures)
 }
 
 func parseIterationResult(val string) (*IterationResult, error) {
-	bad := fmt.Errorf("result %q is not like \"done, 1200 in, 300 out, $0.0123, 12s\"", val)
+	bad := fmt.Errorf("result %q is not like \"done, 1200 in, 300 out, $0.0123, 12s\" or \"iteration 3, T4: done, 1200 in, 300 out, $0.0123, 12s\"", val)
+	var it int
+	var task string
+	if of, figures, ok := strings.Cut(val, ":"); ok {
+		n, id, ok := strings.Cut(strings.TrimPrefix(of, "iteration "), ",")
+		var err error
+		if it, err = strconv.Atoi(strings.TrimSpace(n)); !ok || err != nil || it < 1 || !strings.HasPrefix(of, "iteration ") {
+			return nil, bad
+		}
+		if task = strings.ToUpper(strings.TrimSpace(id)); task == "" {
+			return nil, bad
+		}
+		val = figures
+	}
 	f := strings.Split(val, ",")
 	if len(f) != 5 {
 		return nil, bad
@@ -139,7 +165,7 @@ func parseIterationResult(val string) (*IterationResult, error) {
 	for i := range f {
 		f[i] = strings.TrimSpace(f[i])
 	}
-	r := &IterationResult{Outcome: f[0]}
+	r := &IterationResult{Outcome: f[0], Iteration: it, Task: task}
 	in, ok1 := strings.CutSuffix(f[1], " in")
 	out, ok2 := strings.CutSuffix(f[2], " out")
 	cost, ok3 := strings.CutPrefix(f[3], "$")

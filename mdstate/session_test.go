@@ -95,6 +95,32 @@ func TestSessionRoundTrip(t *testing.T) {
 	}
 }
 
+// The result of an earlier iteration than the session's, saved by the
+// write that began the next, names its iteration and task, and reads back
+// so; either form is read, and a malformed name is a warning.
+func TestSessionNamedResult(t *testing.T) {
+	s := testSession()
+	s.Result = &IterationResult{Outcome: "done", TokensIn: 12, TokensOut: 3, CostUSD: 0.0012, Duration: 2 * time.Second, Iteration: 2, Task: "T1"}
+	out := sessionEdit(t, "- [ ] T1: One\n", func(e *ChecklistEdit) error { return e.SetSession(s) })
+	if !strings.Contains(out, "- result: iteration 2, T1: done, 12 in, 3 out, $0.0012, 2s\n") {
+		t.Fatalf("written:\n%s", out)
+	}
+	c, _ := ParseChecklist(TasksKind, []byte(out))
+	got, _ := c.Session()
+	if got.Result == nil || *got.Result != *s.Result {
+		t.Fatalf("read back %+v, want %+v", got.Result, s.Result)
+	}
+	for _, bad := range []string{"iteration two, T1: done, 1 in, 1 out, $0, 1s", "iteration 2: done, 1 in, 1 out, $0, 1s",
+		"iteration 2, : done, 1 in, 1 out, $0, 1s", "round 2, T1: done, 1 in, 1 out, $0, 1s", "iteration 0, T1: done, 1 in, 1 out, $0, 1s",
+		"iteration 2, T1: done, 1 in, 1 out"} {
+		c, _ := ParseChecklist(TasksKind, []byte("## Session\n\n- status: running\n- result: "+bad+"\n"))
+		s, warns := c.Session()
+		if s == nil || s.Result != nil || len(warns) != 1 {
+			t.Errorf("%q: result %+v, warnings %v", bad, s.Result, warns)
+		}
+	}
+}
+
 func TestSessionBadValuesWarn(t *testing.T) {
 	c, _ := ParseChecklist(TasksKind, []byte("## Session\n\n- iteration: three\n- status: running\n- result: done, 12 in\n- result: done, x in, 1 out, $0, 1s\n"))
 	s, warns := c.Session()

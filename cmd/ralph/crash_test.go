@@ -568,27 +568,35 @@ func crashPhase(s *mdstate.Session, agentRecorded bool, log *mdstate.Log) string
 	switch {
 	case s == nil:
 		return "before-session"
+	case s.Phase == "agent" && s.Result != nil && s.Result.Task != "" && !crashLogged(log, s.Result.Task, s.Result.Iteration):
+		// The write that saved the last task's outcome began this
+		// iteration; the last task's entry is not written yet.
+		return "writing-entry-ahead"
 	case s.Phase == "agent" && !agentRecorded:
 		return "spawning"
 	case s.Phase == "agent":
 		return "agent-running"
+	case s.Phase == "writing" && crashLogged(log, s.Task, s.Iteration):
+		return "between-tasks"
 	case s.Phase == "writing":
-		// The status is saved; is the iteration's entry written yet?
-		for i := len(log.Recent) - 1; i >= 0; i-- {
-			e := &log.Recent[i]
-			if strings.HasPrefix(e.Title, "session ") {
-				continue
-			}
-			if strings.HasPrefix(e.Title, s.Task+": ") && e.Get("iteration") == strconv.Itoa(s.Iteration) {
-				return "between-tasks"
-			}
-			break
-		}
 		return "writing-entry"
 	case s.Phase == "":
 		return string(s.Status)
 	}
 	return string(s.Phase)
+}
+
+// crashLogged reports whether the last task entry of the log is task's
+// in iteration.
+func crashLogged(log *mdstate.Log, task string, iteration int) bool {
+	for i := len(log.Recent) - 1; i >= 0; i-- {
+		e := &log.Recent[i]
+		if strings.HasPrefix(e.Title, "session ") {
+			continue
+		}
+		return strings.HasPrefix(e.Title, task+": ") && e.Get("iteration") == strconv.Itoa(iteration)
+	}
+	return false
 }
 
 // crashRead reads a file an agent appends to; nil if none was written.

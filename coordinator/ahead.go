@@ -1,0 +1,146 @@
+package coordinator
+
+import (
+	"context"
+
+	"github.com/ralph-dev/ralph/mdstate"
+)
+
+// When an agent completes its task and nothing stops the run before the
+// next, the write that saves the task as done also begins the next
+// iteration: the next task in progress, the session in phase "agent" of
+// the next iteration, holding the done iteration's result under its own
+// name ("result: iteration 3, T4: …") until its progress entry is in the
+// log. One write of RALPH_TASKS.md an iteration instead of two: the
+// begin's write cost about as much as the rest of the iteration's
+// bookkeeping together (docs/benchmarks.md).
+//
+// It is done only when the next iteration would begin at once anyway:
+// after a completed task (the circuit breaker has nothing to count), with
+// no pause, stop, wait, backoff or limit due, no commit owed (a task's
+// commit holds the file as the task left it), a task ready once the done
+// one is (mdstate's NextOnceDone: what the loop would pick from the
+// file the write makes), the disk and the state files fit for the next
+// agent, and nothing of an older copy of the file being written again in
+// the same write. Otherwise the loop picks and begins the next task with a
+// write of its own, as before.
+//
+// A kill after that write and before the entry is appended leaves a
+// session in phase "agent" with a named result: recovery writes the
+// entry from it and the kept report (restoreEntry), and then puts the
+// next task back to pending as it does for any interrupted agent.
+
+// beganAhead is the next iteration, begun by the write that saved the
+// last one's outcome.
+type beganAhead struct {
+	task *mdstate.Item
+	open int // tasks a run may still do, this one included
+	// after is the iteration whose write began this one, and its task.
+	after     int
+	afterTask string
+}
+
+// mayBeginAhead reports whether the next iteration may begin in the write
+// of the outcome a, as decided by d: the checks the loop makes before it
+// picks a task and begins it, but for those the write makes itself (the
+// limits, with the iteration counted; the pick, on the file it writes).
+func (c *Coordinator) mayBeginAhead(ctx context.Context, a attempt, d *decision) bool {
+	if a.Outcome != OutcomeDone || d.status != mdstate.Done || c.opts.Commit || c.opts.TaskID != "" {
+		return false
+	}
+	if ctx.Err() != nil || !c.pace.clear() || !c.session.WaitUntil.IsZero() {
+		return false
+	}
+	if paused, _ := c.pauseRequested(); paused {
+		return false
+	}
+	if r, _ := c.lowDisk(); r != "" {
+		return false
+	}
+	return c.preflight() == nil
+}
+
+// clear reports whether nothing is due before the next iteration: no
+// abort, backoff, retry of a task first, or limit that stopped an agent.
+func (p *pacing) clear() bool {
+	return p.abort == "" && p.wait == 0 && !p.again && p.retry == "" && p.cut == ""
+}
+
+// beginInWrite begins the iteration after done's in e, the write of
+// done's outcome, when the next task can be known from e: it returns the
+// task begun, or nil when the loop is to decide (a limit is reached, no
+// task is ready, or the write changes more than done's status).
+func (c *Coordinator) beginInWrite(e *mdstate.ChecklistEdit, done *mdstate.Item) (*beganAhead, error) {
+	if len(c.plan.restored) > 0 {
+		return nil, nil
+	}
+	if r, _ := c.limitReached(); r != "" {
+		return nil, nil
+	}
+	tasks := e.Checklist() // done is in progress in it, not yet done
+	next := tasks.NextOnceDone(done.ID)
+	if next == nil {
+		return nil, nil
+	}
+	if err := e.SetStatus(next.ID, mdstate.InProgress); err != nil {
+		return nil, err
+	}
+	s := &c.session
+	b := &beganAhead{task: next, after: s.Iteration, afterTask: done.ID,
+		open: runnableTasks(tasks) - 1} // done counts no more: it was in progress in tasks
+	r := *s.Result
+	r.Iteration, r.Task = s.Iteration, done.ID
+	s.Result = &r
+	s.Iteration++
+	s.Task, s.Phase = next.ID, mdstate.PhaseAgent
+	return b, nil
+}
+
+// stopDue reports whether the run is to stop before the next agent: it
+// was stopped or paused since the write that began the next iteration.
+func (c *Coordinator) stopDue(ctx context.Context) bool {
+	paused, _ := c.pauseRequested()
+	return paused || ctx.Err() != nil
+}
+
+// undoAhead is the write that takes back an iteration begun ahead whose
+// agent is not to start: a stop or a pause came after the write that
+// began it, or an error ended the run after that write. Its task is
+// pending again, the session as the outcome's write would have left it
+// alone, in phase "writing" of the done iteration: the next start writes
+// that iteration's entry if it is not in the log, and counts no attempt
+// for a task that was never tried. Without an iteration begun ahead it is
+// nil, a write of the session alone.
+func (c *Coordinator) undoAhead() func(e *mdstate.ChecklistEdit) error {
+	b := c.ahead
+	if b == nil {
+		return nil
+	}
+	c.ahead = nil
+	s := &c.session
+	s.Iteration, s.Task, s.Phase = b.after, b.afterTask, mdstate.PhaseWriting
+	if r := s.Result; r != nil && r.Task != "" {
+		own := *r
+		own.Iteration, own.Task = 0, ""
+		s.Result = &own
+	}
+	c.own.marked(b.task.ID, mdstate.InProgress, mdstate.Pending)
+	return func(e *mdstate.ChecklistEdit) error {
+		if cur := e.Checklist().Find(b.task.ID); cur == nil || cur.Status != mdstate.InProgress {
+			return nil // a person's since
+		}
+		return e.SetStatus(b.task.ID, mdstate.Pending)
+	}
+}
+
+// startedEvent tells that task's iteration began; open counts the tasks
+// the run may still do, task included.
+func (c *Coordinator) startedEvent(task *mdstate.Item, open int) {
+	s := &c.session
+	doneInRun := s.Done - c.doneAtStart
+	if c.opts.TaskID != "" {
+		doneInRun, open = 0, 1 // a --task run has one task
+	}
+	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: task.ID, Title: task.Title,
+		Position: doneInRun + 1, Total: doneInRun + open})
+}
