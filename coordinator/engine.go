@@ -96,10 +96,11 @@ type Options struct {
 	// itself.
 	Watch bool
 	// SingleRun says the coordinator makes one run and is then closed
-	// (ralph run): the watcher is closed as soon as the run's loop ends,
-	// beside the run's last writes, not after them. Closing a watch waits
-	// out a kernel grace period (7-17 ms here) that would otherwise end
-	// every run.
+	// (ralph run): the watcher stops watching as soon as the run's loop
+	// ends (watch.Watcher.Unwatch), so that the kernel frees the watch
+	// beside the run's last writes. Closing a watch that is still on
+	// waits out a kernel grace period (5-20 ms here) that would
+	// otherwise end every run.
 	SingleRun bool
 	// Registry, when set, is told when a session starts and ends: the
 	// machine's list of projects, for `ralph sessions --all`.
@@ -398,10 +399,10 @@ func (c *Coordinator) Close() {
 	c.lock.Release()
 }
 
-// closeWatcherSoon starts closing the watcher, if any; Close waits for it.
-func (c *Coordinator) closeWatcherSoon() {
+// unwatch stops the watcher's watch, if any; Close closes it.
+func (c *Coordinator) unwatch() {
 	if c.watcher != nil {
-		go func() { _ = c.watcher.Close() }()
+		c.watcher.Unwatch()
 	}
 }
 

@@ -50,7 +50,7 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 	if c.opts.SingleRun {
 		// Nothing the watcher tells matters once the loop is over: the
 		// last writes take a person's edits in themselves.
-		c.closeWatcherSoon()
+		c.unwatch()
 	}
 	return c.finish(out, err)
 }

@@ -472,3 +472,54 @@ func TestNewOnMissingFolder(t *testing.T) {
 		t.Fatal("New on a missing folder: no error")
 	}
 }
+
+// TestUnwatch: a change seen before Unwatch is reported, one made after
+// it is not, and Close still ends the Watcher.
+func TestUnwatch(t *testing.T) {
+	t.Parallel()
+	p := project(t, map[string]string{mdstate.TasksFile: tasks})
+	r := newRecorder()
+	w, err := watch.New(p, r.onChange, watch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tempRename.save(t, p.Path(mdstate.TasksFile), []byte(tasks+"- [ ] T3: Three\n"))
+	r.next(t)
+	w.Unwatch()
+	w.Unwatch() // twice is harmless
+	tempRename.save(t, p.Path(mdstate.TasksFile), []byte(tasks))
+	r.none(t, quiet)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkClose measures Close after a change, with and without Unwatch
+// a little before it (a run's last writes take about 3 ms).
+func BenchmarkClose(b *testing.B) {
+	for _, unwatch := range []bool{false, true} {
+		b.Run(fmt.Sprintf("unwatch=%v", unwatch), func(b *testing.B) {
+			p := mdstate.Open(b.TempDir())
+			if err := os.WriteFile(p.Path(mdstate.TasksFile), []byte(tasks), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			var closing time.Duration
+			for b.Loop() {
+				w, err := watch.New(p, func(watch.Change) {}, watch.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if unwatch {
+					w.Unwatch()
+				}
+				time.Sleep(3 * time.Millisecond)
+				start := time.Now()
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+				closing += time.Since(start)
+			}
+			b.ReportMetric(float64(closing.Microseconds())/float64(b.N)/1000, "close-ms")
+		})
+	}
+}

@@ -248,7 +248,7 @@ func (o *RunOptions) options(f *Factory) (coordinator.Options, error) {
 	opts.Git = f.Env.Git
 	opts.Secrets, opts.Resources = withAgentSecrets(f.Env.secrets(), set), o.Resources
 	opts.Watch = true     // a person's edits show, and a task they take stops
-	opts.SingleRun = true // one run: the watcher closes as its loop ends
+	opts.SingleRun = true // one run: the watcher stops watching as its loop ends
 	opts.Project = p      // what was parsed here is not parsed again
 	opts.Registry = f.registry()
 	return opts, nil
