@@ -17,28 +17,16 @@ const beganAheadTasks = "# Tasks\n\n- [x] T1: Task number 1\n- [/] T2: Task numb
 	"- id: 20261122-100000\n- status: running\n- phase: agent\n- iteration: 5\n- task: T2\n" +
 	"- tokens: 5000 in, 600 out\n- cost: $0.5000\n- agent: claude (sonnet)\n" +
 	"- started: 2026-11-22T10:00:00Z\n- updated: 2026-11-22T10:20:00Z\n" +
-	"- result: iteration 4, T1: done, 1234 in, 56 out, $0.0789, 42s\n"
-
-// keepReport writes the record iterate keeps of T1's report in iteration 4.
-func keepReport(t *testing.T, dir string) {
-	t.Helper()
-	rec := `{"session":"20261122-100000","iteration":4,"task":"T1","summary":"Built the cart.","decisions":["Kept floats."],"guidance":["Use tabs."]}`
-	if err := os.MkdirAll(dir+"/"+mdstate.RuntimeDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keptReportPath(dir), []byte(rec+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
+	"- result: iteration 4, T1: done, 1234 in, 56 out, $0.0789, 42s\n" +
+	"- summary: Built the cart.\n- learnings: [\"Run make first.\"]\n- decisions: [\"Kept floats.\"]\n- guidance: [\"Use tabs.\"]\n"
 
 // A kill after the write that saved T1's outcome and began T2, before
 // T1's entry: recovery writes T1's entry from the result the session
 // names and the kept report, once, and puts T2 back as an interrupted
 // agent's task.
 func TestRecoverBegunAheadWritesEntry(t *testing.T) {
-	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2), "AGENT.md": "# Agent\n\n## Learnings\n"})
 	writeTasks(t, dir, beganAheadTasks)
-	keepReport(t, dir)
 	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
 	if _, err := co.Recover(); err != nil {
 		t.Fatal(err)
@@ -64,8 +52,11 @@ func TestRecoverBegunAheadWritesEntry(t *testing.T) {
 	if t2.Status != mdstate.Pending || t2.Attempts != 1 || len(t2.Notes) != 1 || !strings.Contains(t2.Notes[0], "agent") {
 		t.Errorf("T2 after recovery: %s, %d attempts, notes %q", t2.Status, t2.Attempts, t2.Notes)
 	}
-	if s.Iteration != 5 || s.Result != nil || s.TokensIn != 5000 {
+	if s.Iteration != 5 || s.Result != nil || s.Report != nil || s.TokensIn != 5000 {
 		t.Errorf("session after recovery %+v", s)
+	}
+	if a, err := mdstate.Open(dir).LoadAgent(); err != nil || len(a.Learnings) != 1 || a.Learnings[0].Text != "Run make first." {
+		t.Errorf("learnings after recovery %+v, %v", a, err)
 	}
 
 	// Recovered twice (a kill during recovery): nothing is written again.

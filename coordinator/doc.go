@@ -68,9 +68,9 @@
 // a runtime detail in .ralph/agent.json (agentproc.go), whose loss loses
 // nothing: the session's mark finds its processes too.
 // The next start recovers an interrupted session (see Run). A task's
-// status and its agent's report are one step: the report is kept in
-// .ralph/report.json before the status is saved, and recovery files what
-// of it is missing. What must not survive is the agent's processes: its
+// status and its agent's report are one step: the report is kept in the
+// session block, saved in the same write as the status, and recovery
+// files what of it is missing. What must not survive is the agent's processes: its
 // supervisor kills them when ralph dies, and recovery kills any it
 // missed, by the session's mark in their environment (proc.KillMarked).
 //

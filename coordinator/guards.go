@@ -3,10 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -242,52 +239,20 @@ func notStarting(err error) error {
 	return nil
 }
 
-// checkKeptReport refuses to start an agent whose report could not be
-// kept in .ralph/report.json (keepReport) once it ran: .ralph must be a
-// folder ralph can write in, and report.json in it a file or nothing. It
-// creates .ralph, as the agent's log would.
-func checkKeptReport(root string) error {
-	dir := filepath.Dir(keptReportPath(root))
-	name := filepath.Join(mdstate.RuntimeDir, filepath.Base(keptReportPath(root)))
-	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return runtimeDirError(&fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR})
-	}
-	fi, err := os.Lstat(keptReportPath(root))
-	switch {
-	case err == nil && fi.IsDir():
-		return &mdstate.FileError{File: name, Msg: "is a directory, not a file",
-			Hint: "ralph keeps the agent's report in it: move the folder out of the way (ralph creates the file)"}
-	case err == nil && !fi.Mode().IsRegular():
-		return &mdstate.FileError{File: name, Msg: "is not a regular file",
-			Hint: "ralph keeps the agent's report in it: remove it (ralph creates the file)"}
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return &mdstate.FileError{File: name, Msg: "cannot be read: " + err.Error(), Hint: "check the permissions of the file and its folder", Err: err}
-	}
-	// The report is written to a new file in the folder, then renamed
-	// over report.json: the folder must take a new file.
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return runtimeDirError(err)
-	}
-	if err := takesNewFiles(dir); err != nil {
-		return &mdstate.FileError{File: mdstate.RuntimeDir, Msg: "does not take new files: " + err.Error(), Hint: "make it writable (chmod u+w " + mdstate.RuntimeDir + ") or free some space", Err: err}
-	}
-	return nil
-}
-
 // runtimeDirError says why .ralph, the folder of ralph's runtime files (the
-// lock, the kept report, the logs), could not be created, and what to do.
+// lock, the logs), could not be created, and what to do.
 func runtimeDirError(err error) error {
 	if errors.Is(err, syscall.ENOTDIR) {
 		return &mdstate.FileError{File: mdstate.RuntimeDir, Msg: "is a file, not a folder",
-			Hint: "ralph keeps its lock, the agent's report and logs in it: move the file out of the way (ralph creates the folder)", Err: err}
+			Hint: "ralph keeps its lock and the agents' logs in it: move the file out of the way (ralph creates the folder)", Err: err}
 	}
 	return &mdstate.FileError{File: mdstate.RuntimeDir, Msg: "cannot be created: " + err.Error(), Hint: "check the permissions of the project's folder", Err: err}
 }
 
 // preflight is what an iteration checks before its agent starts: the
-// state files its report goes to, and where the report is kept first.
+// state files its outcome and report go to.
 func (c *Coordinator) preflight() error {
-	return notStarting(errors.Join(c.p.CheckWritable(loopFiles...), checkKeptReport(c.opts.Root)))
+	return checkStateFiles(c.p, loopFiles)
 }
 
 // lowDisk is the loop's disk guard.

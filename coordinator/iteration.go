@@ -74,8 +74,8 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *be
 	if err := c.appendEntry(entry); err != nil {
 		return "", err
 	}
-	c.session.Result = nil // in the log now; the next session write drops it
-	dropKeptReport(c.opts.Root)
+	// In the log now: the next session write drops them.
+	c.session.Result, c.session.Report = nil, nil
 	if owed != nil {
 		// After the entry, so that the task's commit holds it (commit.go).
 		if err := c.commitTask(ctx, owed, task, a.Outcome == OutcomeDone); err != nil {
@@ -344,7 +344,8 @@ func (c *Coordinator) failurePolicy(id string, d *decision) {
 }
 
 // saveOutcome writes the task's new status, attempts and note with the
-// iteration's result and usage, in one atomic write: if ralph dies before
+// iteration's result and usage and its agent's report (rep), in one
+// atomic write: if ralph dies before
 // the progress entry is appended, the next start writes it from them
 // (restoreEntry). An error leaves the session's counters as they were: the
 // next start recovers the iteration as interrupted. A task whose status a
@@ -352,7 +353,7 @@ func (c *Coordinator) failurePolicy(id string, d *decision) {
 // outcome goes in a note under it and in d's note, for the progress entry.
 // With ahead, the same write may begin the next iteration (ahead.go): it
 // is then in c.ahead.
-func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision, rec *mdstate.Record, ahead bool) error {
+func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision, rep *mdstate.IterationReport, ahead bool) error {
 	s := &c.session
 	before := *s
 	// Costs are kept to 1/100 of a cent, as the files show them: the
@@ -367,10 +368,10 @@ func (c *Coordinator) saveOutcome(task *mdstate.Item, a attempt, d *decision, re
 		CostUSD: a.Result.CostUSD, Duration: a.Took.Round(time.Second)}
 	var kept string
 	var next *beganAhead
-	err := c.saveTaskAfter(task.ID, rec, func(e *mdstate.ChecklistEdit) error {
+	err := c.saveTask(task.ID, func(e *mdstate.ChecklistEdit) error {
 		// Run again on a file that changed meanwhile: from the start.
 		kept, next = "", nil
-		s.Iteration, s.Task, s.Phase, s.Result = it, task.ID, mdstate.PhaseWriting, result
+		s.Iteration, s.Task, s.Phase, s.Result, s.Report = it, task.ID, mdstate.PhaseWriting, result, rep
 		// The session counts the tasks it completed: not one a person
 		// skipped or blocked meanwhile.
 		s.Done = done

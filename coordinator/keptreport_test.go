@@ -54,8 +54,10 @@ func TestReportFinishedOnRecovery(t *testing.T) {
 		s.Iteration != 1 || s.Task != "T1" || status(t, tasks, "T2") != mdstate.Pending || tasks.Find("T2").Attempts != 0 {
 		t.Fatalf("after the error: T1 %s, T2 %s, session %+v", status(t, tasks, "T1"), status(t, tasks, "T2"), s)
 	}
-	if _, err := os.Stat(keptReportPath(dir)); err != nil {
-		t.Fatalf("no report kept: %v", err)
+	// The report is kept in the session block, with the result.
+	if r := s.Report; r == nil || r.Summary != "Built the cart." || strings.Join(r.Learnings, "|") != "Run make first." ||
+		strings.Join(r.Todos, "|") != "Price the cart." || strings.Join(r.Decisions, "|") != "Kept floats." {
+		t.Fatalf("report kept %+v", s.Report)
 	}
 
 	if err := os.Chmod(agentMD, 0o644); err != nil {
@@ -90,12 +92,13 @@ func TestReportFinishedOnRecovery(t *testing.T) {
 		e.Get("tokens") != "100 in, 10 out" || !strings.HasPrefix(e.Get("note"), "written on recovery") {
 		t.Errorf("T1's entry %+v", e)
 	}
-	if _, err := os.Stat(keptReportPath(dir)); err == nil {
-		t.Error("the kept report outlived its entry")
+	if _, s, _ := loadState(t, dir); s.Report != nil || s.Result != nil {
+		t.Errorf("the kept report outlived its entry: %+v", s)
 	}
 }
 
-// A report kept for another iteration is not filed.
+// A report an older ralph kept in .ralph/report.json is read for the
+// iteration it names, and for no other; the session's own comes first.
 func TestReportKeptForOtherIteration(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Dir(keptReportPath(dir)), 0o755); err != nil {
@@ -106,12 +109,16 @@ func TestReportKeptForOtherIteration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []mdstate.Session{{ID: "s1", Iteration: 4, Task: "T2"}, {ID: "s2", Iteration: 3, Task: "T2"}, {ID: "s1", Iteration: 3, Task: "T3"}} {
-		if rep, given := reportKeptFor(dir, &s); rep.Summary != "" || len(rep.Learnings) != 0 || given != nil {
-			t.Errorf("%+v: got %+v, guidance %q", s, rep, given)
+		if k := reportKeptFor(dir, &s); k.Summary != "" || len(k.Learnings) != 0 || k.Guidance != nil {
+			t.Errorf("%+v: got %+v", s, k)
 		}
 	}
-	if rep, given := reportKeptFor(dir, &mdstate.Session{ID: "s1", Iteration: 3, Task: "T2"}); rep.Summary != "old" || len(rep.Learnings) != 1 || len(given) != 1 {
-		t.Errorf("its own iteration: %+v, guidance %q", rep, given)
+	if k := reportKeptFor(dir, &mdstate.Session{ID: "s1", Iteration: 3, Task: "T2"}); k.Summary != "old" || len(k.Learnings) != 1 || len(k.Guidance) != 1 {
+		t.Errorf("its own iteration: %+v", k)
+	}
+	own := &mdstate.IterationReport{Summary: "new"}
+	if k := reportKeptFor(dir, &mdstate.Session{ID: "s1", Iteration: 3, Task: "T2", Report: own}); k != own {
+		t.Errorf("with the session's own: %+v", k)
 	}
 }
 

@@ -476,17 +476,11 @@ func (c *Coordinator) saveSession(fn func(e *mdstate.ChecklistEdit) error) error
 
 // saveTask is saveSession for a write whose fn sets task id's status.
 func (c *Coordinator) saveTask(id string, fn func(e *mdstate.ChecklistEdit) error) error {
-	return c.saveTaskAfter(id, nil, fn)
-}
-
-// saveTaskAfter is saveTask with a write-ahead record, put in place just
-// before the write (mdstate.Project.UpdateChecklistAfter).
-func (c *Coordinator) saveTaskAfter(id string, rec *mdstate.Record, fn func(e *mdstate.ChecklistEdit) error) error {
 	c.session.Updated = c.opts.Now()
 	if c.own.session != nil && c.own.session.ID != c.session.ID {
 		c.own.reset() // another session's edits are not this one's
 	}
-	after, err := c.updateTasks(rec, func(e *mdstate.ChecklistEdit) error {
+	after, err := c.updateTasks(func(e *mdstate.ChecklistEdit) error {
 		c.brk.sawTasks(e.Checklist().Source())
 		plan, err := c.own.reconcileTasks(e, id)
 		if err != nil {

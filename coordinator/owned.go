@@ -366,19 +366,12 @@ const (
 	churnPause   = 200 * time.Millisecond
 )
 
-// updateTasks is UpdateChecklist of RALPH_TASKS.md (UpdateChecklistAfter
-// with a record), tried again a few times while the file keeps changing
-// under each save: a person's burst of saves loses nothing either way,
-// and it should not end the run.
-func (c *Coordinator) updateTasks(rec *mdstate.Record, fn func(e *mdstate.ChecklistEdit) error) (*mdstate.Checklist, error) {
+// updateTasks is UpdateChecklist of RALPH_TASKS.md, tried again a few
+// times while the file keeps changing under each save: a person's burst of
+// saves loses nothing either way, and it should not end the run.
+func (c *Coordinator) updateTasks(fn func(e *mdstate.ChecklistEdit) error) (*mdstate.Checklist, error) {
 	for try := 1; ; try++ {
-		var after *mdstate.Checklist
-		var err error
-		if rec != nil {
-			after, err = c.p.UpdateChecklistAfter(mdstate.TasksKind, *rec, fn)
-		} else {
-			after, err = c.p.UpdateChecklist(mdstate.TasksKind, fn)
-		}
+		after, err := c.p.UpdateChecklist(mdstate.TasksKind, fn)
 		var churn *mdstate.ChurnError
 		if !errors.As(err, &churn) || try == churnRetries {
 			c.tellRescued()

@@ -12,21 +12,15 @@ import (
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
-// Where the agent's report is kept first (.ralph/report.json) is checked
-// before the agent starts, like the state files: a .ralph that is a file,
-// or a report.json that is a folder, once failed only after the agent ran,
-// losing its report on every run. The run refuses, naming the file and
-// what to do, and goes on once it is fixed.
+// A .ralph that is a file stops the run before any agent starts, naming
+// the file and what to do, and the run goes on once it is fixed.
 func TestPreflightRefusesUnkeptReport(t *testing.T) {
 	for _, tt := range []struct {
 		name, want string
 		break_     func(dir string) error
 		fix        func(dir string) error
 	}{
-		{"report.json a folder", ".ralph/report.json: is a directory, not a file; ralph keeps the agent's report in it: move the folder out of the way",
-			func(dir string) error { return os.MkdirAll(keptReportPath(dir), 0o755) },
-			func(dir string) error { return os.Remove(keptReportPath(dir)) }},
-		{".ralph a file", ".ralph: is a file, not a folder; ralph keeps its lock, the agent's report and logs in it: move the file out of the way",
+		{".ralph a file", ".ralph: is a file, not a folder; ralph keeps its lock and the agents' logs in it: move the file out of the way",
 			func(dir string) error { return os.WriteFile(filepath.Join(dir, mdstate.RuntimeDir), nil, 0o644) },
 			func(dir string) error { return os.Remove(filepath.Join(dir, mdstate.RuntimeDir)) }},
 	} {
@@ -39,7 +33,7 @@ func TestPreflightRefusesUnkeptReport(t *testing.T) {
 				return agent.Result{Final: "<learning>Kept.</learning><promise>COMPLETE</promise>"}
 			}}
 			// A .ralph that is a file stops the run as early as its lock
-			// (New); a report.json that is a folder, at the preflight.
+			// (New).
 			co, err := New(Options{Root: dir, Agent: fa, Command: "test"})
 			if err == nil {
 				_, err = co.Run(t.Context())

@@ -61,7 +61,7 @@ func (c *Coordinator) continued(old *mdstate.Session) mdstate.Session {
 	s := *old
 	// Runtime details live in .ralph/ (agentproc.go) and the lock, not here.
 	s.Status, s.Phase, s.Reason, s.PID, s.Line = mdstate.SessionRunning, mdstate.PhaseStarting, "", 0, 0
-	s.Child, s.ChildStart, s.Result = 0, 0, nil
+	s.Child, s.ChildStart, s.Result, s.Report = 0, 0, nil, nil
 	if !s.WaitUntil.IsZero() {
 		c.pace.retry = s.Task // a limit stopped it: it goes first after the wait
 	}
@@ -274,7 +274,7 @@ func (c *Coordinator) finishEnded(old *mdstate.Session) error {
 	}
 	c.session = *old
 	c.session.Status, c.session.Phase, c.session.Child, c.session.ChildStart, c.session.Line = mdstate.SessionEnded, "", 0, 0, 0
-	c.session.Result = nil
+	c.session.Result, c.session.Report = nil, nil
 	return c.saveSession(nil)
 }
 

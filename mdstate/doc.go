@@ -87,11 +87,6 @@
 //     entry is in the log whole or not at all. With FlushLater an append
 //     returns once its record is durable, and the log is flushed beside
 //     what follows (Sync waits for it).
-//   - A runtime record a state file's write depends on (a coordinator's
-//     kept report) is written with it as one step, by one ordering rule
-//     (UpdateChecklistAfter, Record): both flushed at once, the record
-//     renamed into place first, both folders flushed at once. A record
-//     retired after its step (RetireRecord) is the spare of the next.
 //   - Every read-modify-write holds the state lock, an exclusive lock on
 //     .ralph/state.lock (flock on Unix, LockFileEx on Windows) that every
 //     ralph process takes and the system releases when a process dies.

@@ -380,6 +380,10 @@ func FuzzSetSession(f *testing.F) {
 			s.Status, s.Phase, s.Reason = SessionPaused, "", "interrupted"
 			s.Result = &IterationResult{Outcome: "done", TokensIn: 5, TokensOut: 1}
 		}
+		if variant%4 == 3 {
+			s.Result.Iteration, s.Result.Task = 2, "T1"
+			s.Report = &IterationReport{Summary: "Did <it> | `so`", Learnings: []string{"a \"b\"", "c\nd"}, Guidance: []string{"## not a heading"}}
+		}
 		write := func(in []byte, c *Checklist) ([]byte, bool) {
 			e := c.Edit()
 			if err := e.SetSession(s); err != nil {

@@ -68,9 +68,8 @@ type Project struct {
 	SaveGrace time.Duration
 	// FlushLater lets an append to the progress log return once its
 	// journal record is durable, the log's own flush going on beside what
-	// follows (progress.go), and a checklist's save (one without a
-	// Record) return once its new version is swapped in, the folder's
-	// flush going on the same way. Sync waits for both; so does the next
+	// follows (progress.go), and a checklist's save return once its new
+	// version is swapped in, the folder's flush going on the same way. Sync waits for both; so does the next
 	// write. A long-lived writer sets it, and calls Sync before anything
 	// that must follow a durable write (an agent's start) and before it is
 	// done, so that it leaves the journal retired.
@@ -182,12 +181,10 @@ func (e *MissingError) Error() string {
 // fails on their version (they deleted the task it changes), their
 // version stays and the error is returned with its checklist.
 func (p *Project) UpdateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*Checklist, error) {
-	return p.updateChecklist(kind, nil, fn)
+	return p.updateChecklist(kind, fn)
 }
 
-// updateChecklist is UpdateChecklist, with a write-ahead record put in
-// place before the new version when rec is not nil (record.go).
-func (p *Project) updateChecklist(kind Kind, rec *pendingRecord, fn func(e *ChecklistEdit) error) (*Checklist, error) {
+func (p *Project) updateChecklist(kind Kind, fn func(e *ChecklistEdit) error) (*Checklist, error) {
 	// A missing file is advice to run init, before anything (.ralph/ with
 	// its lock) is created in a folder that may not be a project at all.
 	// (Lstat: a dangling link is refused by the read, with its reason.)
@@ -230,22 +227,18 @@ func (p *Project) updateChecklist(kind Kind, rec *pendingRecord, fn func(e *Chec
 	}
 	out, err := edit(data)
 	if err != nil || bytes.Equal(out, data) {
-		return c, errors.Join(err, rec.finish())
+		return c, err
 	}
 	if err := checkWritable(kind.File, fi); err != nil {
-		return c, errors.Join(err, rec.finish())
+		return c, err
 	}
 	s := p.newSave(kind.File, p.Path(kind.File), fi.Mode(), edit)
-	s.record = rec
-	s.later = p.FlushLater && rec == nil
+	s.later = p.FlushLater
 	err = p.runSave(s, data, out)
 	if s.owed {
 		p.syncDirLater(filepath.Dir(s.path))
 	}
 	if err != nil {
-		return c, err
-	}
-	if err := rec.finish(); err != nil {
 		return c, err
 	}
 	after, err := p.checklist(kind, s.final)
@@ -261,9 +254,8 @@ func (p *Project) updateChecklist(kind Kind, rec *pendingRecord, fn func(e *Chec
 func (p *Project) runSave(s *save, base, want []byte) error {
 	err := s.run(base, want)
 	var churn *ChurnError
-	var rec *RecordError
 	switch {
-	case errors.As(err, &churn), errors.As(err, &rec):
+	case errors.As(err, &churn):
 		return err
 	case errors.Is(err, fs.ErrNotExist):
 		return &MissingError{File: s.name, Root: p.Root}

@@ -146,8 +146,6 @@ type save struct {
 	// that is written.
 	final []byte
 	ours  bool
-	// record is put in place before the first swap (record.go).
-	record *pendingRecord
 	// spared is set once a replaced file is kept as the spare (spare.go).
 	spared bool
 	// fresh is the spare the swap's new version was written over, and
@@ -155,8 +153,7 @@ type save struct {
 	// lease until the exchange is done (vouched.go).
 	fresh, looked *os.File
 	// later lets the folder's flush after a swap go on once the save is
-	// over (Project.FlushLater, a save without a record); owed says a
-	// swap left one to do.
+	// over (Project.FlushLater); owed says a swap left one to do.
 	later, owed bool
 }
 
@@ -336,10 +333,7 @@ func (s *save) swap(data []byte, prev onDisk) (got []byte, placed bool, err erro
 	var tmp string
 	var fi fs.FileInfo
 	defer s.dropLeases()
-	err = s.withRecord(func() (err error) {
-		tmp, fi, err = s.writeTemp(data)
-		return err
-	})
+	tmp, fi, err = s.writeTemp(data)
 	if err != nil {
 		if tmp != "" {
 			_ = os.Remove(tmp)
@@ -372,7 +366,7 @@ func (s *save) swap(data []byte, prev onDisk) (got []byte, placed bool, err erro
 			return nil, false, err
 		}
 		s.written = fi
-		return cur, true, s.syncDirs()
+		return cur, true, syncDir(filepath.Dir(s.path))
 	case errors.Is(err, fs.ErrNotExist): // renamed away since the look
 		_ = os.Remove(tmp)
 		cur, err := s.reappeared()
@@ -618,14 +612,14 @@ func (s *save) unlinkHeld() error {
 	return nil
 }
 
-// syncFolder flushes the folders after a swap (syncDirs), or leaves that
-// to the end of the save when it may go on later.
+// syncFolder flushes the folder after a swap, or leaves that to the end
+// of the save when it may go on later.
 func (s *save) syncFolder() error {
 	if s.later {
 		s.owed = true
 		return nil
 	}
-	return s.syncDirs()
+	return syncDir(filepath.Dir(s.path))
 }
 
 // release closes the replaced files and returns err. After a failure,

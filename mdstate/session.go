@@ -2,6 +2,7 @@ package mdstate
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -82,6 +83,11 @@ type Session struct {
 	// the next start writes the entry from it, so every token the session
 	// counts is in some entry.
 	Result *IterationResult
+	// Report is what the agent of the iteration Result is of reported,
+	// saved and dropped with Result: if ralph dies before the entry is
+	// written, the next start files the learnings and to-dos and writes
+	// the entry, with the summary, decisions and guidance, from it.
+	Report *IterationReport
 	Line   int // 1-based line of the "## Session" heading
 	// Extra keeps lines ralph does not know, in order, so they survive.
 	Extra []Field
@@ -180,6 +186,92 @@ func parseIterationResult(val string) (*IterationResult, error) {
 	return r, nil
 }
 
+// IterationReport is what an iteration's agent reported, and the queued
+// guidance it answered, written in the session block under its result:
+//
+//   - summary: Built the cart.
+//   - learnings: ["Run make first."]
+//   - todos: ["Price the cart."]
+//   - decisions: ["Kept floats."]
+//   - guidance: ["Use tabs."]
+//
+// The summary is one line; the lists are JSON arrays of strings, one line
+// each whatever their text holds. A part with nothing in it has no line.
+type IterationReport struct {
+	Summary   string
+	Learnings []string
+	Todos     []string
+	Decisions []string
+	Guidance  []string
+}
+
+// reportLists are the list parts of an IterationReport, by key, in the
+// order they are written.
+var reportLists = []struct {
+	key  string
+	part func(r *IterationReport) *[]string
+}{
+	{"learnings", func(r *IterationReport) *[]string { return &r.Learnings }},
+	{"todos", func(r *IterationReport) *[]string { return &r.Todos }},
+	{"decisions", func(r *IterationReport) *[]string { return &r.Decisions }},
+	{"guidance", func(r *IterationReport) *[]string { return &r.Guidance }},
+}
+
+// reportList writes a list part as a one-line JSON array.
+func reportList(items []string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<" stays "<" for the person reading
+	_ = enc.Encode(items)    // strings always encode
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// setReport reads one part of the report into s.
+func (s *Session) setReport(key, val string) error {
+	r := IterationReport{}
+	if s.Report != nil {
+		r = *s.Report
+	}
+	if key == "summary" {
+		r.Summary = val
+		s.Report = &r
+		return nil
+	}
+	for _, l := range reportLists {
+		if l.key != key {
+			continue
+		}
+		var items []string
+		if err := json.Unmarshal([]byte(val), &items); err != nil {
+			return fmt.Errorf("%s %q is not a list like [\"Run make first.\"]", key, val)
+		}
+		*l.part(&r) = items
+		s.Report = &r
+	}
+	return nil
+}
+
+// clearReport unsets one part of the report, and the report once nothing
+// is left of it.
+func (s *Session) clearReport(key string) {
+	if s.Report == nil {
+		return
+	}
+	r := *s.Report
+	if key == "summary" {
+		r.Summary = ""
+	}
+	for _, l := range reportLists {
+		if l.key == key {
+			*l.part(&r) = nil
+		}
+	}
+	s.Report = &r
+	if r.Summary == "" && len(r.Learnings)+len(r.Todos)+len(r.Decisions)+len(r.Guidance) == 0 {
+		s.Report = nil
+	}
+}
+
 // SessionHeading is the heading text that marks the session section.
 const SessionHeading = "Session"
 
@@ -266,6 +358,8 @@ func (s *Session) clear(key string) {
 		s.Reason = z.Reason
 	case "result":
 		s.Result = nil
+	case "summary", "learnings", "todos", "decisions", "guidance":
+		s.clearReport(key)
 	}
 }
 
@@ -350,6 +444,8 @@ func (s *Session) apply(key, val string) error {
 	case "result":
 		s.Result, err = parseIterationResult(val)
 		return err
+	case "summary", "learnings", "todos", "decisions", "guidance":
+		return s.setReport(key, val)
 	default:
 		s.Extra = append(s.Extra, Field{Key: key, Value: val})
 	}
@@ -362,6 +458,7 @@ var sessionKeys = map[string]bool{
 	"id": true, "status": true, "phase": true, "iteration": true, "task": true, "tokens": true, "cost": true,
 	"done": true, "commits": true, "baseline": true, "agent": true, "started": true, "updated": true, "pid": true, "child": true, "wait": true,
 	"reason": true, "result": true,
+	"summary": true, "learnings": true, "todos": true, "decisions": true, "guidance": true,
 }
 
 // parseTokens reads "1200 in, 300 out", "unknown", or a partial total
@@ -523,6 +620,14 @@ func (s *Session) fields() []Field {
 	kv("reason", s.Reason)
 	if s.Result != nil {
 		kv("result", s.Result.String())
+	}
+	if r := s.Report; r != nil {
+		kv("summary", r.Summary)
+		for _, l := range reportLists {
+			if items := *l.part(r); len(items) > 0 {
+				kv(l.key, reportList(items))
+			}
+		}
 	}
 	return fs
 }

@@ -121,6 +121,47 @@ func TestSessionNamedResult(t *testing.T) {
 	}
 }
 
+// The report kept with a result is written one line a part and read back
+// as it was, whatever its text holds; a list that is not one warns, and
+// a part left empty is unset.
+func TestSessionReport(t *testing.T) {
+	s := testSession()
+	s.Report = &IterationReport{Summary: `Built the "cart" <fast>, née Panier | ok`,
+		Learnings: []string{"Run `make` first.", `Paths use \ on Windows`}, Todos: []string{"Price it: [x] or not"},
+		Decisions: []string{"Kept floats; see #12"}, Guidance: []string{"Use tabs,\nnot spaces."}}
+	out := sessionEdit(t, "- [ ] T1: One\n", func(e *ChecklistEdit) error { return e.SetSession(s) })
+	for _, line := range []string{"- summary: Built the \"cart\" <fast>, née Panier | ok\n", "- learnings: [\"Run `make` first.\",\"Paths use \\\\ on Windows\"]\n",
+		"- guidance: [\"Use tabs,\\nnot spaces.\"]\n"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("no line %q in:\n%s", line, out)
+		}
+	}
+	c, _ := ParseChecklist(TasksKind, []byte(out))
+	got, warns := c.Session()
+	if len(warns) != 0 || !reflect.DeepEqual(got.Report, s.Report) {
+		t.Fatalf("read back %+v (warnings %v), want %+v", got.Report, warns, s.Report)
+	}
+	// Only a summary; then none.
+	s.Report = &IterationReport{Summary: "Done."}
+	out = sessionEdit(t, out, func(e *ChecklistEdit) error { return e.SetSession(s) })
+	if c, _ = ParseChecklist(TasksKind, []byte(out)); !reflect.DeepEqual(must(c.Session()).Report, s.Report) || strings.Contains(out, "learnings:") {
+		t.Fatalf("summary only:\n%s", out)
+	}
+	s.Report = nil
+	out = sessionEdit(t, out, func(e *ChecklistEdit) error { return e.SetSession(s) })
+	if c, _ = ParseChecklist(TasksKind, []byte(out)); must(c.Session()).Report != nil || strings.Contains(out, "summary:") {
+		t.Fatalf("no report:\n%s", out)
+	}
+	c, _ = ParseChecklist(TasksKind, []byte("## Session\n\n- status: running\n- todos: Price the cart.\n- summary: Done.\n- learnings:\n"))
+	got, warns = c.Session()
+	if len(warns) != 1 || got.Report == nil || got.Report.Summary != "Done." || got.Report.Todos != nil || got.Report.Learnings != nil {
+		t.Fatalf("report %+v, warnings %v", got.Report, warns)
+	}
+}
+
+// must is the session of Checklist.Session, without its warnings.
+func must(s *Session, _ []Warning) *Session { return s }
+
 func TestSessionBadValuesWarn(t *testing.T) {
 	c, _ := ParseChecklist(TasksKind, []byte("## Session\n\n- iteration: three\n- status: running\n- result: done, 12 in\n- result: done, x in, 1 out, $0, 1s\n"))
 	s, warns := c.Session()

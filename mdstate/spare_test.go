@@ -176,41 +176,8 @@ func readAllString(t *testing.T, f *os.File) string {
 	return string(b)
 }
 
-// A record retired after its step is the spare of the next: that one is
-// written over it, and the state file's save goes on as before.
-func TestRecordReusesItsSpare(t *testing.T) {
-	s := newSpareTest(t)
-	rec := Record{Path: filepath.Join(s.dir, RuntimeDir, "report.json"), Perm: 0o600}
-	var inodes []uint64
-	for i := 1; i <= 3; i++ {
-		rec.Data = fmt.Appendf(nil, "{\"iteration\": %d}\n", i)
-		if _, err := s.p.UpdateChecklistAfter(TasksKind, rec, func(e *ChecklistEdit) error {
-			return e.SetStatus(fmt.Sprintf("T%d", i), Done)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if got := readFile(t, rec.Path); got != string(rec.Data) {
-			t.Fatalf("record %d = %q", i, got)
-		}
-		inodes = append(inodes, inode(t, rec.Path))
-		RetireRecord(rec.Path)
-		if _, err := os.Stat(rec.Path); !os.IsNotExist(err) {
-			t.Fatalf("record %d still in place after RetireRecord: %v", i, err)
-		}
-	}
-	if inodes[1] != inodes[0] || inodes[2] != inodes[0] {
-		t.Errorf("records were new files (inodes %v), not the retired one written over", inodes)
-	}
-	leftovers, _ := filepath.Glob(filepath.Join(s.dir, RuntimeDir, ".report.json.ralph-*"))
-	if len(leftovers) > 0 {
-		t.Errorf("temporary files left: %v", leftovers)
-	}
-}
-
 // With FlushLater a save returns once its version is swapped in and its
-// folder's flush goes on; Sync (or the next write) waits for it. A save
-// with a Record flushes both folders before it returns, as its ordering
-// rule says.
+// folder's flush goes on; Sync (or the next write) waits for it.
 func TestFlushLaterSave(t *testing.T) {
 	s := newSpareTest(t)
 	s.p.FlushLater = true
@@ -230,13 +197,6 @@ func TestFlushLaterSave(t *testing.T) {
 	s.save() // the second save's write waited for the first's flush
 	if err := s.p.Sync(); err != nil {
 		t.Fatal(err)
-	}
-	rec := Record{Path: filepath.Join(s.dir, RuntimeDir, "report.json"), Data: []byte("{}\n"), Perm: 0o600}
-	if _, err := s.p.UpdateChecklistAfter(TasksKind, rec, func(e *ChecklistEdit) error { return e.SetStatus("T9", Done) }); err != nil {
-		t.Fatal(err)
-	}
-	if pending() {
-		t.Error("a save with a record left its folder flush for later")
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -76,51 +75,6 @@ func journalPending(t *testing.T, p *Project) bool {
 	}
 	_, _, ok := readJournal(j)
 	return ok
-}
-
-// A record goes in place with the checklist's write, and by itself when
-// the edit changes nothing; one that cannot be written leaves the
-// checklist as it was.
-func TestUpdateChecklistAfter(t *testing.T) {
-	dir := t.TempDir()
-	p := Open(dir)
-	const tasks = "# Tasks\n\n- [ ] T1: One\n"
-	writeFile(t, p.Path(TasksFile), tasks, 0o644)
-	rec := Record{Path: filepath.Join(dir, RuntimeDir, "report.json"), Data: []byte("{}\n"), Perm: 0o600}
-	if _, err := p.UpdateChecklistAfter(TasksKind, rec, func(e *ChecklistEdit) error { return e.SetStatus("T1", Done) }); err != nil {
-		t.Fatal(err)
-	}
-	if got := readFile(t, rec.Path); got != "{}\n" {
-		t.Fatalf("record %q", got)
-	}
-	if got := readFile(t, p.Path(TasksFile)); !strings.Contains(got, "- [x] T1") {
-		t.Fatalf("tasks %q", got)
-	}
-	leftovers, _ := filepath.Glob(filepath.Join(dir, RuntimeDir, ".report.json.ralph-*"))
-	if len(leftovers) > 0 {
-		t.Fatalf("left %v", leftovers)
-	}
-
-	rec.Data = []byte("{\"again\": true}\n")
-	if _, err := p.UpdateChecklistAfter(TasksKind, rec, func(e *ChecklistEdit) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if got := readFile(t, rec.Path); got != string(rec.Data) {
-		t.Fatalf("record of an edit that changed nothing: %q", got)
-	}
-
-	// A folder where the record goes.
-	rec.Path = filepath.Join(dir, RuntimeDir, "sub", "report.json")
-	writeFile(t, filepath.Join(dir, RuntimeDir, "sub"), "a file", 0o644)
-	before := readFile(t, p.Path(TasksFile))
-	_, err := p.UpdateChecklistAfter(TasksKind, rec, func(e *ChecklistEdit) error { return e.SetStatus("T1", Pending) })
-	var re *RecordError
-	if !errors.As(err, &re) {
-		t.Fatalf("error %v, want a RecordError", err)
-	}
-	if got := readFile(t, p.Path(TasksFile)); got != before {
-		t.Fatalf("tasks written without their record:\n%s", got)
-	}
 }
 
 // The progress index, rewritten in place at every append, is never
