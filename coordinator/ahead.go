@@ -27,8 +27,9 @@ import (
 //
 // A kill after that write and before the entry is appended leaves a
 // session in phase "agent" with a named result: recovery writes the
-// entry from it and the kept report (restoreEntry), and then puts the
-// next task back to pending as it does for any interrupted agent.
+// entry from it and the report kept with it (restoreEntry), and then
+// puts the next task back to pending as it does for any interrupted
+// agent.
 
 // beganAhead is the next iteration, begun by the write that saved the
 // last one's outcome.

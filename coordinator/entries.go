@@ -102,13 +102,7 @@ func redactEntry(e mdstate.Entry, r *redactor) mdstate.Entry {
 	fields := make([]mdstate.Field, len(e.Fields))
 	for i, f := range e.Fields {
 		f.Value = r.redact(f.Value)
-		if f.List != nil {
-			list := make([]string, len(f.List))
-			for j, item := range f.List {
-				list[j] = r.redact(item)
-			}
-			f.List = list
-		}
+		f.List = redactAll(f.List, r)
 		fields[i] = f
 	}
 	e.Fields = fields

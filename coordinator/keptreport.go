@@ -23,14 +23,27 @@ import (
 // after the entry, drops both.
 
 // iterationReport is what the session keeps of an agent's report and
-// the guidance it answered; nil when there is nothing to keep.
-func iterationReport(rep AgentReport, delivered []string) *mdstate.IterationReport {
-	r := mdstate.IterationReport{Summary: rep.Summary, Learnings: rep.Learnings, Todos: rep.Todos,
-		Decisions: rep.Decisions, Guidance: delivered}
-	if r.Summary == "" && len(r.Learnings)+len(r.Todos)+len(r.Decisions)+len(r.Guidance) == 0 {
+// the guidance it answered, with the secrets r knows redacted as in the
+// progress entry; nil when there is nothing to keep.
+func iterationReport(rep AgentReport, delivered []string, r *redactor) *mdstate.IterationReport {
+	k := mdstate.IterationReport{Summary: r.redact(rep.Summary), Learnings: redactAll(rep.Learnings, r),
+		Todos: redactAll(rep.Todos, r), Decisions: redactAll(rep.Decisions, r), Guidance: redactAll(delivered, r)}
+	if k.Summary == "" && len(k.Learnings)+len(k.Todos)+len(k.Decisions)+len(k.Guidance) == 0 {
 		return nil
 	}
-	return &r
+	return &k
+}
+
+// redactAll is texts with the secrets r knows redacted.
+func redactAll(texts []string, r *redactor) []string {
+	if texts == nil {
+		return nil
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = r.redact(t)
+	}
+	return out
 }
 
 // recordOutcome saves an iteration's outcome and files its agent's report
@@ -42,7 +55,7 @@ func iterationReport(rep AgentReport, delivered []string) *mdstate.IterationRepo
 // follows (iterate).
 func (c *Coordinator) recordOutcome(ctx context.Context, task *mdstate.Item, a attempt, d *decision, delivered []string) (filed, error) {
 	c.delivered = delivered
-	if err := c.saveOutcome(task, a, d, iterationReport(a.Report, delivered), c.mayBeginAhead(ctx, a, d)); err != nil {
+	if err := c.saveOutcome(task, a, d, iterationReport(a.Report, delivered, c.opts.redactor()), c.mayBeginAhead(ctx, a, d)); err != nil {
 		// Still queued: whoever writes the session next leaves it there.
 		c.delivered = nil
 		return filed{}, err

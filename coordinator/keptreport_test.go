@@ -141,3 +141,46 @@ func TestFileReportTwice(t *testing.T) {
 		t.Errorf("to-dos %+v, %v", todos.Items(), err)
 	}
 }
+
+// The report kept in the session block is redacted as the progress entry
+// is: a secret in the agent's answer or in a person's guidance it
+// answered is not copied into RALPH_TASKS.md. (AGENT.md turns read-only
+// while the agent works, so the run stops with the report kept.)
+func TestKeptReportRedacted(t *testing.T) {
+	const secret = "correct-horse-battery-staple"
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1), "AGENT.md": "# Agent\n\n## Learnings\n"})
+	p := mdstate.Open(dir)
+	if _, err := p.UpdateChecklist(mdstate.TasksKind, func(e *mdstate.ChecklistEdit) error {
+		return e.QueueGuidance("the staging key is " + secret)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fa := &fakeAgent{
+		before: func(int) {
+			if err := os.Chmod(filepath.Join(dir, mdstate.AgentFile), 0o444); err != nil {
+				t.Error(err)
+			}
+		},
+		reply: func(int) agent.Result {
+			return agent.Result{Final: "Used " + secret + ".\n<learning>key " + secret + "</learning><promise>COMPLETE</promise>"}
+		},
+	}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa, Secrets: []string{secret}})
+	if _, err := co.Run(t.Context()); err == nil {
+		t.Fatal("Run succeeded with AGENT.md read-only")
+	}
+	co.Close()
+	data, err := os.ReadFile(filepath.Join(dir, mdstate.TasksFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := p.LoadChecklist(mdstate.TasksKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := tasks.Session()
+	if strings.Contains(string(data), secret) || s.Report == nil || !strings.Contains(s.Report.Summary, Redacted) ||
+		len(s.Report.Guidance) != 1 || !strings.Contains(s.Report.Guidance[0], Redacted) {
+		t.Fatalf("RALPH_TASKS.md:\n%s", data)
+	}
+}
