@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -140,5 +141,28 @@ func TestPauseAfterBegunAhead(t *testing.T) {
 	}
 	if n := lg.Entries; n != 1 || lg.Recent[0].Title != "T1: Task number 1" {
 		t.Errorf("log: %d entries %+v", n, lg.Recent)
+	}
+}
+
+// With --commit no iteration is begun ahead: a task's commit holds the
+// task file as the task left it, the next task still pending in it.
+func TestCommitBeginsNothingAhead(t *testing.T) {
+	dir := commitProject(t, tasksMD(2))
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}, Commit: true})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone {
+		t.Fatalf("outcome %+v", out)
+	}
+	var t1 string
+	for _, line := range strings.Split(gitctxtest.Git(t, dir, "log", "--format=%H %s"), "\n") {
+		if hash, subject, _ := strings.Cut(line, " "); strings.HasPrefix(subject, "ralph: T1 ") {
+			t1 = hash
+		}
+	}
+	if t1 == "" {
+		t.Fatalf("no commit of T1: %q", subjects(t, dir))
+	}
+	tasks := gitctxtest.Git(t, dir, "show", t1+":"+mdstate.TasksFile)
+	if !strings.Contains(tasks, "- [x] T1:") || !strings.Contains(tasks, "- [ ] T2:") || strings.Contains(tasks, "- result: iteration") {
+		t.Errorf("T1's commit holds:\n%s", tasks)
 	}
 }
