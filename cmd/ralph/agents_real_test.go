@@ -471,18 +471,28 @@ var budgetNote = regexp.MustCompile(`^stopped at \S+ in iteration 1: --max-token
 // mid-task, exit 3, the task back to pending without an attempt counted,
 // and nothing the CLI started left running.
 func (a realAgent) testBudget(t *testing.T) {
+	var sleeperResult atomic.Value // the text of the first command's result
+	sleeperResult.Store("(none reported)")
 	dir, fake, env := a.project(t, "# Tasks\n\n- [ ] T1: Write files forever\n", func(dir string) agenttest.Script {
 		pidFile := filepath.Join(dir, "sleeper.pid")
 		// Claude Code's Bash tool refuses a bare `sleep N`: tail waits
-		// instead.
-		sleeper := "setsid sh -c 'echo $$ > " + pidFile + "; exec tail -f /dev/null' > /dev/null 2>&1 &"
+		// instead. The command ends only once the sleeper has its own
+		// session and has written its pid: a sleeper not yet past its
+		// setsid when codex saw the command end never ran on (no pid 10 s
+		// later, in 2 of 9 budget runs here and once in CI).
+		// Gemini CLI refuses a command with $( in it.
+		sleeper := "setsid sh -c 'echo $$ > " + pidFile + "; exec tail -f /dev/null' > /dev/null 2>&1 & " +
+			`timeout 10 sh -c "until [ -s ` + pidFile + ` ]; do sleep 0.01; done"`
 		writes := agenttest.EndlessWrites(func(n int) (string, string) {
 			return filepath.Join(dir, fmt.Sprintf("file%03d.txt", n)), "one more\n"
 		})
-		var first atomic.Bool
+		var first, answered atomic.Bool
 		return func(s agenttest.Seen) agenttest.Reply {
 			if s.HasTools && first.CompareAndSwap(false, true) {
 				return agenttest.Reply{Command: sleeper}
+			}
+			if s.ToolResult && first.Load() && answered.CompareAndSwap(false, true) {
+				sleeperResult.Store(s.ToolResultText)
 			}
 			return writes(s)
 		}
@@ -494,7 +504,7 @@ func (a realAgent) testBudget(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, "sleeper.pid"))
 	sleeper, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || sleeper <= 0 {
-		t.Fatalf("the agent's first command did not run: %q, %v", data, err)
+		t.Fatalf("the agent's first command did not run: %q, %v; its result as the CLI reported it: %q", data, err, sleeperResult.Load())
 	}
 	gone(t, sleeper)
 	a.checkRequests(t, fake)
