@@ -82,9 +82,9 @@ const (
 	// vsRunTimeout bounds one run: a coordinator that hangs fails the
 	// benchmark instead of stalling it until go test's own timeout.
 	vsRunTimeout = 3 * time.Minute
-	// vsRSSRuns is how many extra runs of each side, under GNU time, give
-	// its peak RSS. They are not timed: GNU time's own fork and exec would
-	// add about a millisecond to every figure.
+	// vsRSSRuns is how many extra runs of each side, under GNU time,
+	// give its peak RSS and page faults. They are not timed: GNU time's
+	// own fork and exec would add about a millisecond to every figure.
 	vsRSSRuns = 3
 	// vsAgentRuns is how many times the fake agent runs alone in each
 	// iteration of the overhead benchmark.
@@ -208,11 +208,11 @@ func (h *vsHarness) benchStatus(b *testing.B) {
 			b.StartTimer()
 		}
 	}
-	rss := make([]int64, len(h.sides))
+	mem := make([]vsMemory, len(h.sides))
 	for i, s := range h.sides {
-		rss[i] = h.peakRSS(b, s, dirs[i], nil, s.statusArgs())
+		mem[i] = h.underTime(b, s, dirs[i], nil, s.statusArgs())
 	}
-	h.report(b, walls, rss)
+	h.report(b, walls, mem)
 	reportLoad(b)
 }
 
@@ -238,16 +238,16 @@ func (h *vsHarness) benchRun(b *testing.B, n int, overhead bool) {
 			b.StartTimer()
 		}
 	}
-	rss := make([]int64, len(h.sides))
+	mem := make([]vsMemory, len(h.sides))
 	for i, s := range h.sides {
-		rss[i] = h.peakRSS(b, s, dirs[i], func() {
+		mem[i] = h.underTime(b, s, dirs[i], func() {
 			if err := s.writeProject(dirs[i], n); err != nil {
 				b.Fatal(err)
 			}
 		}, s.runArgs(n))
 		h.checkDone(b, s, dirs[i], n)
 	}
-	h.report(b, walls, rss)
+	h.report(b, walls, mem)
 	if overhead {
 		h.reportOverhead(b, walls, agent, n)
 	}
@@ -339,36 +339,47 @@ func (h *vsHarness) agentAlone(b *testing.B) time.Duration {
 	return res.Wall
 }
 
-// peakRSS runs side s vsRSSRuns times under GNU time (prepare, when not
-// nil, before each) and returns the peak resident set in KB, or 0 without
-// GNU time. It is read from time, not from this process's wait4: see
-// benchProcess.
-func (h *vsHarness) peakRSS(b *testing.B, s contender, dir string, prepare func(), args []string) int64 {
+// vsMemory is what GNU time tells of a side's command over vsRSSRuns
+// runs: the peak resident set in KB, and the median count of minor page
+// faults, the command's and those of every child it waited for (a
+// figure that, unlike time, does not drift with the machine; a fault
+// costs 0.5 µs on one machine and 12 µs on another).
+type vsMemory struct{ peakKB, faults int64 }
+
+// underTime runs side s vsRSSRuns times under GNU time (prepare, when not
+// nil, before each) and returns what time said, or the zero vsMemory
+// without GNU time. It is read from time, not from this process's wait4:
+// see benchProcess.
+func (h *vsHarness) underTime(b *testing.B, s contender, dir string, prepare func(), args []string) vsMemory {
 	b.Helper()
 	if h.timeBin == "" {
-		return 0
+		return vsMemory{}
 	}
 	name, argv := s.command(args)
-	var peak int64
+	var m vsMemory
+	var faults []int64
 	for range vsRSSRuns {
 		if prepare != nil {
 			prepare()
 		}
-		res, err := proc.Run(b.Context(), proc.Cmd{Name: h.timeBin, Args: append([]string{"-f", "vs-tui-rss %M", name}, argv...), Dir: dir, Env: h.env})
+		res, err := proc.Run(b.Context(), proc.Cmd{Name: h.timeBin, Args: append([]string{"-f", "vs-tui-time %M %R", name}, argv...), Dir: dir, Env: h.env})
 		if err != nil {
 			b.Fatalf("%s under time: %v", s.name(), err)
 		}
-		i := bytes.LastIndex(res.Stderr, []byte("vs-tui-rss "))
+		i := bytes.LastIndex(res.Stderr, []byte("vs-tui-time "))
 		if i < 0 {
-			b.Fatalf("time printed no RSS for %s:\n%s", s.name(), vsTail(res.Stderr))
+			b.Fatalf("time printed no figures for %s:\n%s", s.name(), vsTail(res.Stderr))
 		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(string(res.Stderr[i+len("vs-tui-rss "):])), 10, 64)
-		if err != nil {
-			b.Fatalf("time's RSS for %s: %v", s.name(), err)
+		var kb, minor int64
+		if _, err := fmt.Sscan(string(res.Stderr[i+len("vs-tui-time "):]), &kb, &minor); err != nil {
+			b.Fatalf("time's figures for %s: %v", s.name(), err)
 		}
-		peak = max(peak, kb)
+		m.peakKB = max(m.peakKB, kb)
+		faults = append(faults, minor)
 	}
-	return peak
+	slices.Sort(faults)
+	m.faults = faults[len(faults)/2]
+	return m
 }
 
 // checkDone fails the benchmark unless side s's task file in dir says
@@ -394,8 +405,9 @@ func (h *vsHarness) checkStatus(b *testing.B, s contender, res proc.Result) {
 }
 
 // report reports, for each side, the median, min and max of its wall
-// times and its peak RSS, and ralph-tui's median over each ralph's.
-func (h *vsHarness) report(b *testing.B, walls [][]time.Duration, rssKB []int64) {
+// times, its peak RSS and page faults, and ralph-tui's median over each
+// ralph's.
+func (h *vsHarness) report(b *testing.B, walls [][]time.Duration, mem []vsMemory) {
 	b.Helper()
 	meds := make([]time.Duration, len(walls))
 	for i, w := range walls {
@@ -405,8 +417,9 @@ func (h *vsHarness) report(b *testing.B, walls [][]time.Duration, rssKB []int64)
 		b.ReportMetric(vsMS(meds[i]), name+"-ms-median")
 		b.ReportMetric(vsMS(w[0]), name+"-ms-min")
 		b.ReportMetric(vsMS(w[len(w)-1]), name+"-ms-max")
-		if rssKB[i] > 0 {
-			b.ReportMetric(float64(rssKB[i])/1024, name+"-RSS-MB")
+		if mem[i].peakKB > 0 {
+			b.ReportMetric(float64(mem[i].peakKB)/1024, name+"-RSS-MB")
+			b.ReportMetric(float64(mem[i].faults), name+"-faults")
 		}
 	}
 	if h.tuiErr != nil {
