@@ -479,8 +479,8 @@ func (a realAgent) testBudget(t *testing.T) {
 		// instead. The command ends only once the sleeper has its own
 		// session and has written its pid: a sleeper not yet past its
 		// setsid when codex saw the command end never ran on (no pid 10 s
-		// later, in 2 of 9 budget runs here and once in CI).
-		// Gemini CLI refuses a command with $( in it.
+		// later, in 2 of 9 budget runs here and once in CI). The wait
+		// has no $( in it: Gemini CLI refuses such a command.
 		sleeper := "setsid sh -c 'echo $$ > " + pidFile + "; exec tail -f /dev/null' > /dev/null 2>&1 & " +
 			`timeout 10 sh -c "until [ -s ` + pidFile + ` ]; do sleep 0.01; done"`
 		writes := agenttest.EndlessWrites(func(n int) (string, string) {

@@ -82,10 +82,10 @@ const (
 	// vsRunTimeout bounds one run: a coordinator that hangs fails the
 	// benchmark instead of stalling it until go test's own timeout.
 	vsRunTimeout = 3 * time.Minute
-	// vsRSSRuns is how many extra runs of each side, under GNU time,
+	// vsTimeRuns is how many extra runs of each side, under GNU time,
 	// give its peak RSS and page faults. They are not timed: GNU time's
 	// own fork and exec would add about a millisecond to every figure.
-	vsRSSRuns = 3
+	vsTimeRuns = 3
 	// vsAgentRuns is how many times the fake agent runs alone in each
 	// iteration of the overhead benchmark.
 	vsAgentRuns = 5
@@ -339,14 +339,14 @@ func (h *vsHarness) agentAlone(b *testing.B) time.Duration {
 	return res.Wall
 }
 
-// vsMemory is what GNU time tells of a side's command over vsRSSRuns
+// vsMemory is what GNU time tells of a side's command over vsTimeRuns
 // runs: the peak resident set in KB, and the median count of minor page
 // faults, the command's and those of every child it waited for (a
-// figure that, unlike time, does not drift with the machine; a fault
-// costs 0.5 µs on one machine and 12 µs on another).
+// figure that, unlike time, does not drift with the machine: a fault
+// costs 11-12 µs on the PVM guest of docs/benchmarks.md).
 type vsMemory struct{ peakKB, faults int64 }
 
-// underTime runs side s vsRSSRuns times under GNU time (prepare, when not
+// underTime runs side s vsTimeRuns times under GNU time (prepare, when not
 // nil, before each) and returns what time said, or the zero vsMemory
 // without GNU time. It is read from time, not from this process's wait4:
 // see benchProcess.
@@ -358,7 +358,7 @@ func (h *vsHarness) underTime(b *testing.B, s contender, dir string, prepare fun
 	name, argv := s.command(args)
 	var m vsMemory
 	var faults []int64
-	for range vsRSSRuns {
+	for range vsTimeRuns {
 		if prepare != nil {
 			prepare()
 		}
