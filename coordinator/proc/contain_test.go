@@ -314,6 +314,25 @@ func TestMarkInEnvironment(t *testing.T) {
 	}
 }
 
+// Of a variable given twice in Cmd.Env the last counts, contained or not
+// (os/exec's rule): a caller's override of an inherited value holds.
+func TestEnvLastWins(t *testing.T) {
+	env := append(os.Environ(), "RALPH_TWICE=first", "RALPH_TWICE=last")
+	for _, contain := range []bool{false, true} {
+		var out proctest.SyncBuffer
+		p, err := Start(t.Context(), Cmd{Name: "sh", Args: []string{"-c", "env | grep '^RALPH_TWICE='"}, Env: env, Contain: contain}, &out, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Wait(10 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String(); got != "RALPH_TWICE=last\n" {
+			t.Errorf("contain=%t: the child's environment has %q, want only RALPH_TWICE=last", contain, got)
+		}
+	}
+}
+
 // BenchmarkStart measures what containment adds to a child's start and
 // end: a shell that exits at once, with and without a supervisor.
 func BenchmarkStart(b *testing.B) {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -296,11 +297,30 @@ func startOrder(c Cmd, path string) order {
 	if env == nil {
 		env = os.Environ()
 	}
+	env = lastWins(env)
 	dir := c.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
 	return order{Kind: orderStart, Path: path, Argv: append([]string{c.Name}, c.Args...), Env: env, Dir: dir}
+}
+
+// lastWins is env with each variable once, at its last value, as os/exec
+// passes Cmd.Env: the supervisor's fork passes env as it is, and a child's
+// getenv would find the first.
+func lastWins(env []string) []string {
+	seen := make(map[string]bool, len(env))
+	kept := make([]string, len(env))
+	n := len(env)
+	for i := len(env) - 1; i >= 0; i-- {
+		name, _, _ := strings.Cut(env[i], "=")
+		if !seen[name] {
+			seen[name] = true
+			n--
+			kept[n] = env[i]
+		}
+	}
+	return kept[n:]
 }
 
 // launch sends o, with the child's stdin, stdout and stderr, to s and
