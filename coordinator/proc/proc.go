@@ -109,7 +109,7 @@ type Cmd struct {
 	Name  string   // program name or path
 	Args  []string // arguments, without the program name
 	Dir   string   // working directory; "" means the current one
-	Env   []string // full environment; nil means inherit ralph's
+	Env   []string // full environment, the last of a variable given twice counting; nil means inherit ralph's
 	Stdin io.Reader
 	// Grace is the time between SIGINT and SIGKILL on cancellation;
 	// zero means DefaultGrace. A hard stop (ErrStopNow) uses HardGrace.
@@ -188,6 +188,7 @@ func (c Cmd) environ() []string {
 
 // start starts cmd and puts it under the platform's group control.
 func start(cmd *exec.Cmd) error {
+	interruptible()
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -203,18 +204,66 @@ func TestStopGroup(t *testing.T) {
 		t.Errorf("a group that ignores SIGINT gone after %s, want the 300ms grace", elapsed)
 	}
 
-	out = proctest.SyncBuffer{}
-	p, err = Start(t.Context(), Cmd{Name: "sh", Args: []string{"-c", `echo $$; sleep 60`}}, &out, &out)
+	// sleep itself, not a shell that runs it: sh -c catches SIGINT until
+	// it execs its last command, and one that lands in between is lost.
+	// Start returns once sleep runs.
+	p, err = Start(t.Context(), Cmd{Name: "sleep", Args: []string{"60"}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readPID(t, &out)
 	start = time.Now()
 	StopGroup(p.Pid(), 30*time.Second)
 	<-p.Done()
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
 		t.Errorf("a group that stops on SIGINT gone after %s", elapsed)
 	}
+}
+
+// The children ralph starts hear SIGINT, StopGroup's signal, even when
+// ralph was started with SIGINT ignored (a script's `ralph "task" &`):
+// contained or not, each has it at its default.
+func TestChildrenHearInterruptThoughRalphIgnoresIt(t *testing.T) {
+	var out proctest.SyncBuffer
+	p, err := Start(t.Context(), Cmd{
+		Name: "sh",
+		Args: []string{"-c", `trap "" INT; exec "$0" -test.run=^$`, os.Args[0]},
+		Env:  append(os.Environ(), "RALPH_PROC_HELPER=ignoring"),
+	}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(30 * time.Second); err != nil {
+		t.Fatalf("the helper: %v\n%s", err, out.String())
+	}
+	want := "ralph: SIGINT ignored: true\nplain: SIGINT ignored: false\ncontained: SIGINT ignored: false\n"
+	if got := out.String(); got != want {
+		t.Errorf("the helper printed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// ignoringParent is that test's helper, started with SIGINT ignored: it
+// says so, then starts the test binary twice, plainly and contained, each
+// to print its own disposition of SIGINT.
+func ignoringParent() {
+	fmt.Printf("ralph: SIGINT ignored: %t\n", signal.Ignored(syscall.SIGINT))
+	env := append(os.Environ(), "RALPH_PROC_HELPER=disposition")
+	for _, child := range []struct {
+		name    string
+		contain bool
+	}{{"plain", false}, {"contained", true}} {
+		var out proctest.SyncBuffer
+		p, err := Start(context.Background(), Cmd{Name: os.Args[0], Args: []string{"-test.run=^$"}, Env: env, Contain: child.contain}, &out, &out)
+		if err == nil {
+			err = p.Wait(10 * time.Second)
+		}
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Print(child.name + ": " + out.String())
+	}
+	Shutdown()
+	os.Exit(0)
 }
 
 // A child whose parent dies by SIGKILL (no chance to clean up) is killed by
@@ -291,12 +340,20 @@ func TestDoneAndExitCode(t *testing.T) {
 // RALPH_PROC_HELPER=parent the test binary starts a long-running child
 // through proc, prints its PID and waits to be killed; with
 // RALPH_PROC_HELPER=contained, the helper of
-// TestContainedTreeDiesWithKilledParent. It is a supervisor first, like
-// ralph's main.
+// TestContainedTreeDiesWithKilledParent; with ignoring and disposition,
+// the two sides of TestChildrenHearInterruptThoughRalphIgnoresIt. It is a
+// supervisor first, like ralph's main.
 func TestMain(m *testing.M) {
 	Supervise(os.Args)
 	if os.Getenv("RALPH_PROC_HELPER") == "contained" {
 		containedParent()
+	}
+	switch os.Getenv("RALPH_PROC_HELPER") {
+	case "ignoring":
+		ignoringParent()
+	case "disposition":
+		fmt.Printf("SIGINT ignored: %t\n", signal.Ignored(syscall.SIGINT))
+		os.Exit(0)
 	}
 	if os.Getenv("RALPH_PROC_HELPER") == "parent" {
 		p, err := Start(context.Background(), Cmd{Name: "sleep", Args: []string{"60"}}, nil, nil)

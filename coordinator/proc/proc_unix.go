@@ -4,6 +4,8 @@ package proc
 
 import (
 	"os"
+	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -19,6 +21,19 @@ func StopGroup(pgid int, grace time.Duration) {
 	_ = syscall.Kill(-pgid, syscall.SIGINT)
 	time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 }
+
+// interruptible makes sure the children ralph starts hear SIGINT, the
+// signal StopGroup stops them with. A child inherits an ignored signal,
+// and ralph started as a script's background job (`ralph "task" &`) has
+// SIGINT ignored: its agents would ignore the stop and last the whole
+// grace. Caught instead, by a handler whose channel no one reads, SIGINT
+// stays without effect on ralph and is at its default in each child, as
+// exec resets a caught signal.
+var interruptible = sync.OnceFunc(func() {
+	if signal.Ignored(syscall.SIGINT) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGINT)
+	}
+})
 
 // adopt needs do nothing: the child leads its own group from its start
 // (sysProcAttr).

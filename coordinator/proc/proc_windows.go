@@ -91,6 +91,10 @@ func newJob() (windows.Handle, error) {
 	return h, nil
 }
 
+// interruptible needs do nothing: StopGroup sends a console break, which
+// no inherited disposition keeps from the child.
+func interruptible() {}
+
 // adopt puts a just-started child in a job of its own. The child runs
 // from its start, so a grandchild it spawns before this call stays outside
 // the job. If the job cannot be made, the child is still stopped: exec

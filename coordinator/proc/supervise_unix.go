@@ -38,15 +38,14 @@ func supervise(args []string) int {
 	s := &supervisorProc{conn: conn, orders: make(chan received), gone: make(chan struct{}), sigs: make(chan os.Signal, 4)}
 	// SIGINT and SIGHUP are ralph's to act on (it stops the child through
 	// its group); SIGTERM is "kill everything and exit". Caught, not
-	// ignored: an ignored signal stays ignored in the child. One that is
-	// ignored already (SIGHUP under nohup) stays so, for the child too, as
-	// without a supervisor.
-	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGHUP} {
-		if !signal.Ignored(sig) {
-			signal.Notify(s.sigs, sig)
-		}
+	// ignored: an ignored signal stays ignored in the child. A SIGHUP
+	// ignored already (nohup) stays so, for the child too, as without a
+	// supervisor; SIGINT is caught whatever ralph had, since it is the
+	// signal StopGroup stops the child with (interruptible).
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(s.sigs, syscall.SIGHUP)
 	}
-	signal.Notify(s.sigs, syscall.SIGTERM)
+	signal.Notify(s.sigs, syscall.SIGINT, syscall.SIGTERM)
 	go s.readOrders()
 	for s.next() {
 	}
