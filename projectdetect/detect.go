@@ -1,7 +1,6 @@
 package projectdetect
 
 import (
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -93,13 +92,13 @@ func markerFamily(name string) string {
 // files is a marker, and returns the record (nil if none). Most
 // directories hold no marker, so the name lists are only built for those
 // that do.
-func (w *walker) addCandidate(i int, rel string, kept []os.DirEntry) *candidate {
+func (w *walker) addCandidate(i int, rel string, kept []dirEntry) *candidate {
 	var ecos []*eco
 	for _, d := range kept {
-		if d.IsDir() {
+		if d.dir {
 			continue
 		}
-		f := d.Name()
+		f := d.name
 		fam := markerFamily(f)
 		if fam == "" {
 			continue
@@ -125,10 +124,10 @@ func (w *walker) addCandidate(i int, rel string, kept []os.DirEntry) *candidate 
 	}
 	c := &candidate{node: i, dir: dir, abs: w.abs(rel), ecos: ecos}
 	for _, d := range kept { // already sorted by name
-		if d.IsDir() {
-			c.dirs = append(c.dirs, d.Name())
+		if d.dir {
+			c.dirs = append(c.dirs, d.name)
 		} else {
-			c.files = append(c.files, d.Name())
+			c.files = append(c.files, d.name)
 		}
 	}
 	w.cands = append(w.cands, c)

@@ -93,6 +93,7 @@ type walker struct {
 	truncated        bool
 	reason           string
 	scratch          []string
+	lister           lister // lists each directory
 }
 
 func newWalker(ctx context.Context, root string, start time.Time, opts Options) *walker {
@@ -162,13 +163,13 @@ func (w *walker) abs(rel string) string {
 func (w *walker) readDir(i int) error {
 	n := w.nodes[i] // a copy: appending children below may move w.nodes
 	dir := w.abs(n.rel)
-	ents, err := os.ReadDir(dir)
+	ents, err := w.lister.list(dir)
 	if err != nil {
 		return fmt.Errorf("list directory: %w", err) // err names the path
 	}
 
 	rules := n.rules
-	if j := sort.Search(len(ents), func(k int) bool { return ents[k].Name() >= ".gitignore" }); j < len(ents) && ents[j].Name() == ".gitignore" && !ents[j].IsDir() {
+	if j := sort.Search(len(ents), func(k int) bool { return ents[k].name >= ".gitignore" }); j < len(ents) && ents[j].name == ".gitignore" && !ents[j].dir {
 		if data, err := readSmall(filepath.Join(dir, ".gitignore")); err == nil {
 			if more := parseIgnore(data, len(n.parts)); len(more) > 0 {
 				// Full slice expression: siblings share the parent's rules
@@ -189,12 +190,12 @@ func (w *walker) readDir(i int) error {
 				return nil // a half-read directory is neither counted nor detected
 			}
 		}
-		name := e.Name()
+		name := e.name
 		if name == ".git" {
 			continue
 		}
 		sc = append(sc[:len(n.parts)], name)
-		if len(rules) > 0 && ignored(rules, sc, e.IsDir()) {
+		if len(rules) > 0 && ignored(rules, sc, e.dir) {
 			continue
 		}
 		kept = append(kept, e)
@@ -210,8 +211,8 @@ func (w *walker) readDir(i int) error {
 	}
 
 	for _, e := range kept {
-		name := e.Name()
-		if e.IsDir() {
+		name := e.name
+		if e.dir {
 			// Elixir keeps fetched dependencies in deps/, a name too common
 			// elsewhere to skip always.
 			skip := skipDir(name) || (name == "deps" && hasMix)
