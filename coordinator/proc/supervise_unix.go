@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -27,6 +28,12 @@ func supervise(args []string) int {
 		fmt.Fprintln(os.Stderr, "ralph: "+superviseArg+" is ralph's own supervisor mode, not a command")
 		return 2
 	}
+	// One thread runs its goroutines: each hands work to the next (an
+	// order, the child's end, a report), and with a second thread every
+	// handoff woke it, about 70 context switches an agent where a switch
+	// costs tens of microseconds (issue 14). Blocking calls (wait4, the
+	// sweep's) still get threads of their own.
+	runtime.GOMAXPROCS(1)
 	conn, err := supervisorConn()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ralph: "+superviseArg+": "+err.Error())
