@@ -11,10 +11,10 @@ type Runner interface {
 	// it is not on PATH. gitctx asks for "git" before every use, so a
 	// PATH changed at run time is honoured.
 	LookPath(name string) (string, error)
-	// Output runs name with args in dir, with ralph's environment, and
-	// returns its standard output; a failure's error carries the exit
-	// status and standard error. When ctx ends the program is stopped;
-	// gitctx does not wait for that, it has already given up on the
-	// result.
-	Output(ctx context.Context, dir, name string, args ...string) ([]byte, error)
+	// Start starts name with args in dir, with ralph's environment, and
+	// returns once it runs; wait returns its standard output, a
+	// failure's error carrying the exit status and standard error. When
+	// ctx ends the program is stopped; gitctx does not wait for that, it
+	// has already given up on the result.
+	Start(ctx context.Context, dir, name string, args ...string) (wait func() ([]byte, error), err error)
 }

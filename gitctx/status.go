@@ -80,12 +80,24 @@ func (r *Repo) Status(ctx context.Context, timeout time.Duration) Status {
 // reads the history; ErrNoCLI means git is not installed (or run is nil)
 // or failed, and the caller should use Repo.StatusAfter for the fallback.
 func CLIStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (Status, error) {
+	return StartCLIStatus(ctx, run, dir, timeout)()
+}
+
+// StartCLIStatus starts what CLIStatus runs and returns once git runs, or
+// once it is clear that git will not; wait, which must be called, returns
+// what CLIStatus would. A caller with other work to begin starts git
+// first, with no goroutine between it and git's start: git's status is
+// the longest of that work (issue 14).
+func StartCLIStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (wait func() (Status, error)) {
 	if timeout <= 0 {
 		timeout = DefaultStatusTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return cliStatus(ctx, run, dir, timeout)
+	git := startCLIStatus(ctx, run, dir, timeout)
+	return func() (Status, error) {
+		defer cancel()
+		return git()
+	}
 }
 
 // ErrNoCLI reports that the git CLI is missing or failed, so its status is
@@ -165,14 +177,35 @@ func (r *Repo) orFallback(ctx context.Context, timeout time.Duration, st Status,
 // Status with a Reason, not an error, since the fallback would only be
 // slower.
 func cliStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (Status, error) {
+	return startCLIStatus(ctx, run, dir, timeout)()
+}
+
+// startCLIStatus is cliStatus up to git's start; wait does the rest.
+func startCLIStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (wait func() (Status, error)) {
 	if outsideRepository(dir) {
 		// git would only say so: starting it costs a millisecond or more.
-		return Status{}, fmt.Errorf("%w: %w", ErrNoCLI, ErrNotRepo)
+		return failedStatus(fmt.Errorf("%w: %w", ErrNoCLI, ErrNotRepo))
 	}
 	if err := findGit(run); err != nil {
-		return Status{}, fmt.Errorf("%w: %w", ErrNoCLI, err)
+		return failedStatus(fmt.Errorf("%w: %w", ErrNoCLI, err))
 	}
-	out, err := runGit(ctx, run, dir, statusArgs...)
+	git, err := startGit(ctx, run, dir, statusArgs...)
+	return func() (Status, error) {
+		var out []byte
+		if err == nil {
+			out, err = git()
+		}
+		return cliStatusOf(ctx, timeout, out, err)
+	}
+}
+
+// failedStatus is the wait of a status that failed before git's start.
+func failedStatus(err error) func() (Status, error) {
+	return func() (Status, error) { return Status{}, err }
+}
+
+// cliStatusOf is cliStatus's answer from git's output and error.
+func cliStatusOf(ctx context.Context, timeout time.Duration, out []byte, err error) (Status, error) {
 	if err == nil {
 		st, perr := parsePorcelainV2(out)
 		if perr != nil {
@@ -203,21 +236,40 @@ func (r *Repo) runGit(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 func runGit(ctx context.Context, run Runner, dir string, args ...string) ([]byte, error) {
+	wait, err := startGit(ctx, run, dir, args...)
+	if err != nil {
+		return nil, err
+	}
+	return wait()
+}
+
+// startGit starts git in dir and returns once it runs; wait returns when
+// git finishes or as soon as ctx ends.
+func startGit(ctx context.Context, run Runner, dir string, args ...string) (wait func() ([]byte, error), err error) {
+	git, err := run.Start(ctx, dir, "git", args...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("git: %w", ctx.Err())
+		}
+		return nil, err
+	}
 	type result struct {
 		out []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := run.Output(ctx, dir, "git", args...)
+		out, err := git()
 		done <- result{out, err}
 	}()
-	select {
-	case res := <-done:
-		return res.out, res.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("git: %w", ctx.Err())
-	}
+	return func() ([]byte, error) {
+		select {
+		case res := <-done:
+			return res.out, res.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("git: %w", ctx.Err())
+		}
+	}, nil
 }
 
 // parsePorcelainV2 parses `git status --porcelain=v2 -z` output. Records

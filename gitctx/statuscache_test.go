@@ -4,6 +4,7 @@ package gitctx_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -24,9 +25,9 @@ type countingRunner struct {
 	runs atomic.Int64
 }
 
-func (r *countingRunner) Output(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
+func (r *countingRunner) Start(ctx context.Context, dir, name string, args ...string) (func() ([]byte, error), error) {
 	r.runs.Add(1)
-	return r.Runner.Output(ctx, dir, name, args...)
+	return r.Runner.Start(ctx, dir, name, args...)
 }
 
 // A cached status is git's own, after any change a person, an agent or
@@ -242,5 +243,30 @@ func TestCachedStatusNegatedFolder(t *testing.T) {
 	want, _ := gitctx.CLIStatus(t.Context(), gt.Runner{}, dir, 0)
 	if !reflect.DeepEqual(got, want) || !slices.Contains(got.Untracked, "build/b.txt") {
 		t.Fatalf("cached %v, git %v", got.Untracked, want.Untracked)
+	}
+}
+
+// StartCLIStatus has started git when it returns (the caller's other work
+// then comes second), and its wait gives CLIStatus's answer; outside a
+// repository it starts nothing.
+func TestStartCLIStatusStartsGitFirst(t *testing.T) {
+	gt.Isolate(t)
+	dir := t.TempDir()
+	gt.Git(t, dir, "init", "-q", "-b", "main")
+	gt.WriteFile(t, dir, "new.txt", "new\n")
+	run := &countingRunner{}
+	wait := gitctx.StartCLIStatus(t.Context(), run, dir, 0)
+	if n := run.runs.Load(); n != 1 {
+		t.Fatalf("%d git processes started when StartCLIStatus returned, want 1", n)
+	}
+	st, err := wait()
+	if err != nil || !st.Available || !slices.Equal(st.Untracked, []string{"new.txt"}) {
+		t.Errorf("wait() = %+v, %v; want new.txt untracked", st, err)
+	}
+
+	outside := &countingRunner{}
+	_, err = gitctx.StartCLIStatus(t.Context(), outside, t.TempDir(), 0)()
+	if !errors.Is(err, gitctx.ErrNoCLI) || outside.runs.Load() != 0 {
+		t.Errorf("outside a repository: %v after %d starts; want ErrNoCLI and none", err, outside.runs.Load())
 	}
 }

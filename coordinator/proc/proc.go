@@ -211,6 +211,18 @@ func run(cmd *exec.Cmd) error {
 // is included in the returned error when the command fails. The context
 // bounds the whole run.
 func Output(ctx context.Context, c Cmd) ([]byte, error) {
+	wait, err := StartOutput(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return wait()
+}
+
+// StartOutput starts what Output runs and returns once it runs; wait
+// waits for its end, kills what is left of its group and returns what
+// Output would. A caller with other work to begin starts the longest
+// child first, without a goroutine between it and the start.
+func StartOutput(ctx context.Context, c Cmd) (wait func() ([]byte, error), err error) {
 	if _, err := exec.LookPath(c.Name); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name, ErrNotFound)
 	}
@@ -218,21 +230,37 @@ func Output(ctx context.Context, c Cmd) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	err := run(cmd)
+	if err := start(cmd); err != nil {
+		return nil, outputErr(ctx, c.Name, err, nil)
+	}
+	return func() ([]byte, error) {
+		err := cmd.Wait()
+		killGroup(cmd.Process)
+		if err := outputErr(ctx, c.Name, err, stderr.Bytes()); err != nil {
+			return stdout.Bytes(), err
+		}
+		return stdout.Bytes(), nil
+	}, nil
+}
+
+// outputErr is Output's error for a run of name that ended with err and
+// wrote stderr: ctx's, if it ended the run, else err with the start of
+// stderr; nil for a run that succeeded.
+func outputErr(ctx context.Context, name string, err error, stderr []byte) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return stdout.Bytes(), fmt.Errorf("%s: %w", c.Name, ctxErr)
+		return fmt.Errorf("%s: %w", name, ctxErr)
 	}
-	if err != nil {
-		msg := bytes.TrimSpace(stderr.Bytes())
-		if len(msg) > 500 {
-			msg = append(msg[:500:500], "…"...)
-		}
-		if len(msg) > 0 {
-			return stdout.Bytes(), fmt.Errorf("%s: %w: %s", c.Name, err, msg)
-		}
-		return stdout.Bytes(), fmt.Errorf("%s: %w", c.Name, err)
+	if err == nil {
+		return nil
 	}
-	return stdout.Bytes(), nil
+	msg := bytes.TrimSpace(stderr)
+	if len(msg) > 500 {
+		msg = append(msg[:500:500], "…"...)
+	}
+	if len(msg) > 0 {
+		return fmt.Errorf("%s: %w: %s", name, err, msg)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // LookPath reports whether a program is installed and where.
@@ -391,4 +419,9 @@ func (Runner) LookPath(name string) (string, error) { return LookPath(name) }
 // default grace, like the package's Output.
 func (Runner) Output(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
 	return Output(ctx, Cmd{Name: name, Args: args, Dir: dir})
+}
+
+// Start starts what Output runs, like the package's StartOutput.
+func (Runner) Start(ctx context.Context, dir, name string, args ...string) (wait func() ([]byte, error), err error) {
+	return StartOutput(ctx, Cmd{Name: name, Args: args, Dir: dir})
 }

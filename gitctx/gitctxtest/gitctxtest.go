@@ -31,6 +31,22 @@ func (Runner) Output(ctx context.Context, dir, name string, args ...string) ([]b
 	return output(ctx, dir, nil, nil, name, args...)
 }
 
+// Start starts what Output runs and returns once it runs; wait returns
+// what Output would.
+func (Runner) Start(ctx context.Context, dir, name string, args ...string) (wait func() ([]byte, error), err error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return func() ([]byte, error) {
+		err := cmd.Wait() // the output is complete only after it
+		return stdout.Bytes(), commandErr(name, err, stderr.Bytes())
+	}, nil
+}
+
 // output runs name with args in dir, with env (nil: inherit) and stdin
 // (nil: none), and returns its standard output; a failure's error
 // carries standard error.
@@ -43,14 +59,20 @@ func output(ctx context.Context, dir string, env []string, stdin []byte, name st
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	return out, commandErr(name, err, stderr.Bytes())
+}
+
+// commandErr is the error of a run of name that ended with err and wrote
+// stderr: err with stderr when the program failed, nil when it did not.
+func commandErr(name string, err error, stderr []byte) error {
 	var exitErr *exec.ExitError
-	if msg := bytes.TrimSpace(stderr.Bytes()); errors.As(err, &exitErr) && len(msg) > 0 {
-		return out, fmt.Errorf("%s: %w: %s", name, err, msg)
+	if msg := bytes.TrimSpace(stderr); errors.As(err, &exitErr) && len(msg) > 0 {
+		return fmt.Errorf("%s: %w: %s", name, err, msg)
 	}
 	if err != nil {
-		return out, fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	return out, nil
+	return nil
 }
 
 // Epoch is the author and committer date Isolate sets; Commit dates its
