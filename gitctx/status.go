@@ -190,11 +190,11 @@ func startCLIStatus(ctx context.Context, run Runner, dir string, timeout time.Du
 		return failedStatus(fmt.Errorf("%w: %w", ErrNoCLI, err))
 	}
 	git, err := startGit(ctx, run, dir, statusArgs...)
+	if err != nil {
+		return func() (Status, error) { return cliStatusOf(ctx, timeout, nil, err) }
+	}
 	return func() (Status, error) {
-		var out []byte
-		if err == nil {
-			out, err = git()
-		}
+		out, err := git()
 		return cliStatusOf(ctx, timeout, out, err)
 	}
 }

@@ -15,10 +15,9 @@ type dirEntry struct {
 }
 
 // lister lists directories for one walk, reusing its buffers from one
-// directory to the next. A walk lists thousands of directories; os.ReadDir
-// allocates an object and an interface for every entry, and on a
-// 20,000-file tree those fresh pages were half of what the walk cost
-// (issue 14).
+// directory to the next. os.ReadDir allocates an object and an interface
+// for every entry: on a 20,000-file tree, the fresh pages they took were
+// 719 of `ralph context`'s 1,606 page faults (issue 14).
 type lister struct {
 	ents  []dirEntry // the last listing; reused
 	names []byte     // the last listing's names, back to back; reused
