@@ -70,7 +70,7 @@ func (r *Repo) Status(ctx context.Context, timeout time.Duration) Status {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	st, err := cliStatus(ctx, r.run, r.root, timeout)
+	st, err := startCLIStatus(ctx, r.run, r.root, timeout)()
 	return r.orFallback(ctx, timeout, st, err)
 }
 
@@ -171,16 +171,11 @@ func (r *Repo) orFallback(ctx context.Context, timeout time.Duration, st Status,
 	return fb
 }
 
-// cliStatus runs git status in dir. An error wrapping ErrNoCLI means git is
-// missing or failed (e.g. "detected dubious ownership" on a checkout owned
-// by another user, which the fallback does not check); a timeout is a
-// Status with a Reason, not an error, since the fallback would only be
-// slower.
-func cliStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (Status, error) {
-	return startCLIStatus(ctx, run, dir, timeout)()
-}
-
-// startCLIStatus is cliStatus up to git's start; wait does the rest.
+// startCLIStatus starts git status in dir; wait returns its answer. An
+// error wrapping ErrNoCLI means git is missing or failed (e.g. "detected
+// dubious ownership" on a checkout owned by another user, which the
+// fallback does not check); a timeout is a Status with a Reason, not an
+// error, since the fallback would only be slower.
 func startCLIStatus(ctx context.Context, run Runner, dir string, timeout time.Duration) (wait func() (Status, error)) {
 	if outsideRepository(dir) {
 		// git would only say so: starting it costs a millisecond or more.
@@ -204,7 +199,7 @@ func failedStatus(err error) func() (Status, error) {
 	return func() (Status, error) { return Status{}, err }
 }
 
-// cliStatusOf is cliStatus's answer from git's output and error.
+// cliStatusOf is startCLIStatus's answer from git's output and error.
 func cliStatusOf(ctx context.Context, timeout time.Duration, out []byte, err error) (Status, error) {
 	if err == nil {
 		st, perr := parsePorcelainV2(out)
