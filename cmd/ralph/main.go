@@ -11,6 +11,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ralph-dev/ralph/cmd/ralph/internal/cli"
+	// Faster starts: the binary's pages mapped, and the heap's filled,
+	// before the other packages initialise (see their docs).
+	_ "github.com/ralph-dev/ralph/cmd/ralph/internal/prefault"
+	_ "github.com/ralph-dev/ralph/cmd/ralph/internal/prefault/heap"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
