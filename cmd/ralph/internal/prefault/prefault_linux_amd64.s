@@ -19,3 +19,11 @@ TEXT ·readOnlyImage(SB),NOSPLIT,$0-16
 	MOVQ	$runtime·epclntab(SB), AX
 	MOVQ	AX, end+8(FP)
 	RET
+
+// func dataImage() (start, end uintptr)
+TEXT ·dataImage(SB),NOSPLIT,$0-16
+	MOVQ	$runtime·noptrdata(SB), AX
+	MOVQ	AX, start+0(FP)
+	MOVQ	$runtime·edata(SB), AX
+	MOVQ	AX, end+8(FP)
+	RET

@@ -8,30 +8,41 @@ import (
 	"github.com/ralph-dev/ralph/cmd/ralph/internal/prefault/pagemap"
 )
 
-// atInit is the state of the image's pages as the package's init left
-// them: this file's init runs right after the package's own (the go tool
-// hands the compiler a package's files sorted by name).
+// atInit is what /proc/self/pagemap said of the image's pages as the
+// package's init left them: this file's init runs right after the
+// package's own (the go tool hands the compiler a package's files sorted
+// by name).
 var atInit struct {
-	absent []uintptr
-	pages  int
-	err    error
+	code, data []pagemap.Entry
+	err        error
 }
 
 func init() {
 	start, end := readOnlyImage()
-	atInit.absent, atInit.pages, atInit.err = pagemap.Absent(start, end)
+	if atInit.code, atInit.err = pagemap.Entries(start, end); atInit.err != nil {
+		return
+	}
+	start, end = dataImage()
+	atInit.data, atInit.err = pagemap.Entries(start, end)
 }
 
-// TestImageMappedAtInit checks that every page of the test binary's code
-// and read-only data is in its page tables once the package has
-// initialised, as /proc/self/pagemap tells (bit 63: page present). Without
-// the package's madvise, hundreds of pages are absent at that point.
+// TestImageMappedAtInit checks that once the package has initialised,
+// every page of the test binary's code and read-only data is in its page
+// tables, and every page of its data is there as a private copy (a
+// MADV_POPULATE_READ would have left page cache pages). Without the
+// package's madvise calls, hundreds of code pages are absent at that
+// point, and most data pages are absent or shared.
 func TestImageMappedAtInit(t *testing.T) {
 	if atInit.err != nil {
 		t.Fatal(atInit.err)
 	}
-	if n := len(atInit.absent); n > 0 {
-		t.Errorf("%d of %d pages of the image not mapped after init, the first at %#x", n, atInit.pages, atInit.absent[0])
+	if n, first := pagemap.Count(atInit.code, func(e pagemap.Entry) bool { return !e.Present() }); n > 0 {
+		start, _ := readOnlyImage()
+		t.Errorf("%d of %d pages of the code not mapped after init, the first at %#x", n, len(atInit.code), start&^(pageSize-1)+uintptr(first)*pageSize)
+	}
+	if n, first := pagemap.Count(atInit.data, func(e pagemap.Entry) bool { return !e.Present() || e.FileOrShared() }); n > 0 {
+		start, _ := dataImage()
+		t.Errorf("%d of %d pages of the data not private copies after init, the first at %#x", n, len(atInit.data), start&^(pageSize-1)+uintptr(first)*pageSize)
 	}
 }
 

@@ -30,12 +30,12 @@ func TestHeapAheadPopulated(t *testing.T) {
 	if n == 0 || n > span || ahead.start%pageSize != 0 || (ahead.end-1)/chunk != ahead.start/chunk {
 		t.Fatalf("filled [%#x, %#x): want up to %d bytes from a page boundary, within one %d-byte chunk", ahead.start, ahead.end, span, chunk)
 	}
-	absent, pages, err := pagemap.Absent(ahead.start, ahead.end)
+	entries, err := pagemap.Entries(ahead.start, ahead.end)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(absent) > 0 {
-		t.Errorf("%d of the %d pages of [%#x, %#x) not in the page tables, the first at %#x", len(absent), pages, ahead.start, ahead.end, absent[0])
+	if absent, first := pagemap.Count(entries, func(e pagemap.Entry) bool { return !e.Present() }); absent > 0 {
+		t.Errorf("%d of the %d pages of [%#x, %#x) not in the page tables, the first at %#x", absent, len(entries), ahead.start, ahead.end, ahead.start+uintptr(first)*pageSize)
 	}
 }
 

@@ -1,5 +1,5 @@
-// Package pagemap tells which of the process's pages are in its page
-// tables, from /proc/self/pagemap: what the prefault packages' tests check.
+// Package pagemap reads what Linux's /proc/self/pagemap says of the
+// process's pages: what the prefault packages' tests check.
 package pagemap
 
 import (
@@ -8,33 +8,55 @@ import (
 	"os"
 )
 
-// PageSize is the size of the pages Absent counts.
+// PageSize is the size of the pages an Entry describes.
 const PageSize = 4096
 
-// present is pagemap's bit 63: the page is in the page tables (RAM).
-const present = 1 << 63
+// Entry is one page's 64-bit pagemap entry.
+type Entry uint64
 
-// Absent lists the pages of [start, end) not in the process's page tables;
-// start is rounded down and end up to a page.
-func Absent(start, end uintptr) (absent []uintptr, pages int, err error) {
+// Present says the page is in the page tables (bit 63).
+func (e Entry) Present() bool { return e&(1<<63) != 0 }
+
+// FileOrShared says the page is the page cache's or shared anonymous
+// memory (bit 61): false for a private copy, as a write to a private
+// mapping of a file makes.
+func (e Entry) FileOrShared() bool { return e&(1<<61) != 0 }
+
+// Entries returns the entries of the pages of [start, end), start rounded
+// down and end up to a page.
+func Entries(start, end uintptr) ([]Entry, error) {
 	start &^= PageSize - 1
 	if end <= start {
-		return nil, 0, fmt.Errorf("pagemap: empty range [%#x, %#x)", start, end)
+		return nil, fmt.Errorf("pagemap: empty range [%#x, %#x)", start, end)
 	}
-	pages = int((end - start + PageSize - 1) / PageSize)
+	pages := int((end - start + PageSize - 1) / PageSize)
 	f, err := os.Open("/proc/self/pagemap")
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer f.Close()
 	buf := make([]byte, 8*pages)
 	if _, err := f.ReadAt(buf, int64(start/PageSize*8)); err != nil {
-		return nil, 0, fmt.Errorf("read %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
 	}
-	for i := range pages {
-		if binary.LittleEndian.Uint64(buf[8*i:])&present == 0 {
-			absent = append(absent, start+uintptr(i)*PageSize)
+	entries := make([]Entry, pages)
+	for i := range entries {
+		entries[i] = Entry(binary.LittleEndian.Uint64(buf[8*i:]))
+	}
+	return entries, nil
+}
+
+// Count counts the entries for which keep is true, and returns the index
+// of the first (-1 when none).
+func Count(entries []Entry, keep func(Entry) bool) (n, first int) {
+	first = -1
+	for i, e := range entries {
+		if keep(e) {
+			if n == 0 {
+				first = i
+			}
+			n++
 		}
 	}
-	return absent, pages, nil
+	return n, first
 }
