@@ -12,7 +12,8 @@
 // madvise(MADV_POPULATE_READ) maps them all (3,480 pages: 6.3 ms against
 // 0.63 ms). status took about 660 faults, 110 of them on the binary's
 // code, 60 on its data and 400 on the heap. The two packages take 3-4 ms
-// (20%) off status and 3 ms off --version, side by side in turns;
+// (20%) off status and 3 ms off --version for a binary built hours
+// before, 4-11% for one just built, side by side in turns;
 // docs/benchmarks.md has the figures and BenchmarkPrefault measures them.
 //
 // This package imports nothing, so it comes among the first in Go's
@@ -20,9 +21,10 @@
 // imports are done): after the runtime's own, ahead of os and of every
 // module ralph uses. Its system call is a raw one, in assembly, for the
 // same reason: package syscall initialises later. Mapping the whole code
-// takes about 0.6 ms of the start, and pays when the binary's page cache
-// is in small pieces (a binary just installed, a machine up for a while);
-// alone, it has measured anywhere from 1.5 ms faster to no change. The
+// takes about 0.6 ms of the start, and pays when the binary's file sits in
+// the page cache in small pieces (a copy, a machine up for a while): alone,
+// it has measured from 1.5 ms faster to no change (a binary the linker had
+// just written, which faults less to begin with). The
 // data (about 50 pages, which the inits write to) is copied at once, as
 // the writes would: 0.8-1.2 ms faster.
 //
