@@ -271,6 +271,53 @@ func TestKillMarked(t *testing.T) {
 	}
 }
 
+// TestMarkOfReadsWholeEnvironments checks the sweep's reader on an
+// environment four times its first buffer, the mark after the bulk, then
+// on a small one with the same reader (its buffer reused), and on a
+// process that is gone.
+func TestMarkOfReadsWholeEnvironments(t *testing.T) {
+	start := func(mark string, extra ...string) int {
+		p, err := Start(t.Context(), Cmd{Name: "sleep", Args: []string{"30"}, Env: append(append(os.Environ(), extra...), "AFTER=1"), Mark: mark}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
+			_ = p.Wait(10 * time.Second)
+		})
+		return p.Pid()
+	}
+	big := start("big-mark", "BIG="+strings.Repeat("x", 4*environBuf))
+	small := start("small-mark")
+	var r environReader
+	for _, tt := range []struct {
+		pid  int
+		want string
+	}{{big, "big-mark"}, {small, "small-mark"}, {big, "big-mark"}} {
+		if got, ok := r.markOf(tt.pid); !ok || got != tt.want {
+			t.Errorf("markOf(%d) = %q, %v; want %q", tt.pid, got, ok, tt.want)
+		}
+	}
+	if len(r.buf) < 4*environBuf {
+		t.Errorf("reader's buffer %d bytes after a %d-byte environment", len(r.buf), 4*environBuf)
+	}
+	if got, ok := r.markOf(1 << 30); ok {
+		t.Errorf("markOf of no process = %q, true", got)
+	}
+}
+
+// BenchmarkSweep is a sweep that finds nothing, as at every run's start:
+// every process's environment read once (the machine's process count is
+// reported beside it).
+func BenchmarkSweep(b *testing.B) {
+	for b.Loop() {
+		if _, err := KillMarkedIf(func(string) bool { return false }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(pids())), "processes")
+}
+
 // pgrp reads the process group of pid from /proc/<pid>/stat (field 5, the
 // 3rd after the command name); 0 once pid is gone.
 func pgrp(t *testing.T, pid int) int {
