@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ralph-dev/ralph/gitctx/gitctxtest"
 )
 
 // BenchmarkDetectSmall detects a realistic small Go project
@@ -35,7 +37,20 @@ func BenchmarkDetectSmall(b *testing.B) {
 // (0). The tree is generated once and cached under
 // os.TempDir()/ralph-detect-huge, because writing it takes seconds.
 func BenchmarkDetectHuge(b *testing.B) {
-	dir := hugeTreeCache(b)
+	benchmarkDetectTree(b, hugeTreeCache(b, "ralph-detect-huge", ""))
+}
+
+// BenchmarkDetectHugeGitignore is BenchmarkDetectHuge with gitctxtest.Gitignore
+// at the root, so that the time the ignore rules add shows (the plain huge
+// tree has none). Its tree is cached under
+// os.TempDir()/ralph-detect-huge-gitignore.
+func BenchmarkDetectHugeGitignore(b *testing.B) {
+	benchmarkDetectTree(b, hugeTreeCache(b, "ralph-detect-huge-gitignore", gitctxtest.Gitignore))
+}
+
+// benchmarkDetectTree detects dir with the default budget, reporting the
+// share of truncated walks and the files seen per walk.
+func benchmarkDetectTree(b *testing.B, dir string) {
 	ctx := context.Background()
 	var truncated, files float64
 	b.ReportAllocs()
@@ -53,12 +68,14 @@ func BenchmarkDetectHuge(b *testing.B) {
 	b.ReportMetric(files/float64(b.N), "files/op")
 }
 
-// hugeTreeCache returns the cached huge tree, generating it first if
-// needed. A "complete" file beside the tree marks a finished generation,
-// so an interrupted one is redone rather than trusted.
-func hugeTreeCache(b *testing.B) string {
+// hugeTreeCache returns the huge tree cached as os.TempDir()/name, with
+// a .gitignore holding gitignore at its root if that is not empty,
+// generating it first if needed. A "complete" file beside the tree marks a
+// finished generation, so an interrupted one is redone rather than
+// trusted.
+func hugeTreeCache(b *testing.B, name, gitignore string) string {
 	b.Helper()
-	base := filepath.Join(os.TempDir(), "ralph-detect-huge")
+	base := filepath.Join(os.TempDir(), name)
 	tree := filepath.Join(base, "tree")
 	done := filepath.Join(base, "complete")
 	if _, err := os.Stat(done); err == nil {
@@ -72,6 +89,11 @@ func hugeTreeCache(b *testing.B) string {
 		b.Fatal(err)
 	}
 	makeHugeTree(b, filepath.Join(tmp, "tree"))
+	if gitignore != "" {
+		if err := os.WriteFile(filepath.Join(tmp, "tree", ".gitignore"), []byte(gitignore), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(tmp, "complete"), nil, 0o644); err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ralph-dev/ralph/gitctx/ignore"
 )
 
 // Walk costs, in "units" of roughly one directory entry. The clock and ctx
@@ -61,15 +63,15 @@ func noDetectDir(name string) bool {
 // Nodes are kept after they are read: the post-walk pass folds their
 // source counts up the tree.
 type dirNode struct {
-	rel      string       // root-relative, slash-separated; "" for the root
-	parts    []string     // rel split on "/"
-	parent   int          // index into walker.nodes; -1 for the root
-	top      int          // index into walker.top of its top-level ancestor; -1 for the root
-	rules    []ignoreRule // ignore rules in force for its entries
-	noDetect bool         // inside a hidden or fixture directory
-	counts   srcCounts    // own files, then (after fold) the subtree's up to nested projects
-	boundary bool         // holds a project of its own, so its counts stay out of its parent's
-	read     bool         // listed in full (Summary.Dirs counts these)
+	rel      string        // root-relative, slash-separated; "" for the root
+	parts    []string      // rel split on "/"
+	parent   int           // index into walker.nodes; -1 for the root
+	top      int           // index into walker.top of its top-level ancestor; -1 for the root
+	rules    []ignore.Rule // ignore rules in force for its entries
+	noDetect bool          // inside a hidden or fixture directory
+	counts   srcCounts     // own files, then (after fold) the subtree's up to nested projects
+	boundary bool          // holds a project of its own, so its counts stay out of its parent's
+	read     bool          // listed in full (Summary.Dirs counts these)
 }
 
 type walker struct {
@@ -171,7 +173,7 @@ func (w *walker) readDir(i int) error {
 	rules := n.rules
 	if j := sort.Search(len(ents), func(k int) bool { return ents[k].name >= ".gitignore" }); j < len(ents) && ents[j].name == ".gitignore" && !ents[j].dir {
 		if data, err := readSmall(filepath.Join(dir, ".gitignore")); err == nil {
-			if more := parseIgnore(data, len(n.parts)); len(more) > 0 {
+			if more := ignore.Parse(data, len(n.parts)); len(more) > 0 {
 				// Full slice expression: siblings share the parent's rules
 				// and must not see each other's additions.
 				rules = append(rules[:len(rules):len(rules)], more...)
@@ -195,7 +197,7 @@ func (w *walker) readDir(i int) error {
 			continue
 		}
 		sc = append(sc[:len(n.parts)], name)
-		if len(rules) > 0 && ignored(rules, sc, e.dir) {
+		if len(rules) > 0 && ignore.Ignored(rules, sc, e.dir) {
 			continue
 		}
 		kept = append(kept, e)
@@ -262,7 +264,7 @@ func (w *walker) readDir(i int) error {
 // .git/info/exclude, following a .git file (worktree or submodule) to the
 // common git directory that holds it. Outside a git repository there are
 // none.
-func (w *walker) excludeRules() []ignoreRule {
+func (w *walker) excludeRules() []ignore.Rule {
 	gitDir := filepath.Join(w.root, ".git")
 	info, err := os.Lstat(gitDir)
 	if err != nil {
@@ -290,14 +292,14 @@ func (w *walker) excludeRules() []ignoreRule {
 			gitDir = c
 		}
 	}
-	var rules []ignoreRule
+	var rules []ignore.Rule
 	if path := w.git.excludesFile(w.root, gitDir); path != "" {
 		if data, err := readSmall(path); err == nil {
-			rules = parseIgnore(data, 0)
+			rules = ignore.Parse(data, 0)
 		}
 	}
 	if data, err := readSmall(filepath.Join(gitDir, "info", "exclude")); err == nil {
-		rules = append(rules, parseIgnore(data, 0)...)
+		rules = append(rules, ignore.Parse(data, 0)...)
 	}
 	return rules
 }
@@ -393,7 +395,7 @@ func gitConfigString(v string) string {
 // a truncated walk still lists them.
 func (w *walker) rootConfigs() {
 	root := w.nodes[0]
-	ignoredAt := func(isDir bool, p ...string) bool { return ignored(root.rules, p, isDir) }
+	ignoredAt := func(isDir bool, p ...string) bool { return ignore.Ignored(root.rules, p, isDir) }
 	for _, e := range w.top {
 		switch {
 		case !e.Dir && isConfigFile(e.Name):

@@ -292,3 +292,39 @@ func RunWithoutGitConfig(m *testing.M) int {
 	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	return m.Run()
 }
+
+// Gitignore is a 30-line .gitignore of common shapes, for the benchmarks
+// of the matcher (gitctx/ignore) and of the walks that use it
+// (projectdetect). It hides the ".txt" files and one "sub09" directory a
+// package, so that most entries are checked against all its rules.
+const Gitignore = `# build output
+/bin/
+/dist/
+*.o
+*.a
+*.so
+*.exe
+*.test
+*.out
+coverage.*
+.DS_Store
+Thumbs.db
+*.swp
+*~
+.idea/
+.vscode/
+node_modules/
+__pycache__/
+*.py[cod]
+.env
+.env.*
+!.env.example
+tmp*
+**/testdata/golden/*.new
+docs/_build/
+pkg*/sub09/
+*.txt
+!important.txt
+/vendor/
+*.log
+`
