@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/ralph-dev/ralph/gitctx/gitconfig"
 )
 
 // ErrHeadMoved reports that the branch moved while ralph was committing
@@ -74,7 +74,7 @@ func (r *Repo) Commit(ctx context.Context, paths []string, msg string, when time
 	}
 
 	// HEAD: a branch (born or not) or a detached commit.
-	headRef, err := r.st.Reference(plumbing.HEAD)
+	headRef, err := r.st.reference(plumbing.HEAD)
 	if err != nil {
 		return "", fmt.Errorf("commit: read HEAD: %w", err)
 	}
@@ -84,7 +84,7 @@ func (r *Repo) Commit(ctx context.Context, paths []string, msg string, when time
 	}
 	var parents []plumbing.Hash
 	var base *treeObj
-	old, err := r.st.Reference(target)
+	old, err := r.st.reference(target)
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
 		old = nil // unborn: the first commit
@@ -156,15 +156,9 @@ func (r *Repo) workTreeBlob(path string) (pathChange, error) {
 	return pathChange{hash: h, mode: mode, size: uint32(fi.Size()), mod: fi.ModTime()}, nil
 }
 
-// writeObject stores a loose object (through go-git's storage, which
-// writes it under a temporary name and renames it into place).
+// writeObject stores a loose object (store.writeObject).
 func (r *Repo) writeObject(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
-	obj := &plumbing.MemoryObject{}
-	obj.SetType(t)
-	if _, err := obj.Write(data); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return r.st.SetEncodedObject(obj)
+	return r.st.writeObject(t, data)
 }
 
 // writeTree writes t (nil: an empty tree) with changes applied (paths
@@ -233,7 +227,7 @@ func (r *Repo) writeTree(t *treeObj, changes map[string]pathChange) (_ plumbing.
 // updateIndex makes the index entries of the committed paths match the
 // commit, leaving every other entry alone.
 func (r *Repo) updateIndex(l *lockFile, changes map[string]pathChange) error {
-	idx, err := r.st.Index()
+	idx, err := r.st.index()
 	if err != nil {
 		return err
 	}
@@ -261,7 +255,7 @@ func (r *Repo) setRef(name plumbing.ReferenceName, hash plumbing.Hash, old *plum
 		return err
 	}
 	defer l.abort()
-	cur, err := r.st.Reference(name)
+	cur, err := r.st.reference(name)
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
 		if old != nil {
@@ -286,21 +280,26 @@ func (r *Repo) setRef(name plumbing.ReferenceName, hash plumbing.Hash, old *plum
 // place, and a kill in the middle leaves a corrupt index or an empty
 // branch.
 type lockFile struct {
-	fs   billy.Filesystem
-	name string
-	f    billy.File
+	path string // NAME, in the git directory it belongs to
+	f    *os.File
 }
 
 func (r *Repo) lockFile(name string) (*lockFile, error) {
-	fsys := r.st.Filesystem()
-	f, err := fsys.OpenFile(name+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	path := r.st.path(name)
+	f, err := os.OpenFile(path+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("%s.lock exists in the git directory: a git command is at work in this repository (or one was killed; if none runs, remove the file)", name)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		// A ref in a folder of its own not made yet (refs/heads/a/b).
+		if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			f, err = os.OpenFile(path+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &lockFile{fs: fsys, name: name, f: f}, nil
+	return &lockFile{path: path, f: f}, nil
 }
 
 // commit writes the new content and puts it in place.
@@ -310,18 +309,18 @@ func (l *lockFile) commit(write func(io.Writer) error) error {
 	if err == nil {
 		err = bw.Flush()
 	}
-	if s, ok := l.f.(interface{ Sync() error }); ok && err == nil {
-		err = s.Sync()
+	if err == nil {
+		err = l.f.Sync()
 	}
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
 	l.f = nil
 	if err == nil {
-		err = l.fs.Rename(l.name+".lock", l.name)
+		err = os.Rename(l.path+".lock", l.path)
 	}
 	if err != nil {
-		_ = l.fs.Remove(l.name + ".lock")
+		_ = os.Remove(l.path + ".lock")
 	}
 	return err
 }
@@ -331,7 +330,7 @@ func (l *lockFile) abort() {
 	if l.f != nil {
 		_ = l.f.Close()
 		l.f = nil
-		_ = l.fs.Remove(l.name + ".lock")
+		_ = os.Remove(l.path + ".lock")
 	}
 }
 
@@ -339,17 +338,18 @@ func (l *lockFile) abort() {
 // the system's (git's order), else ralph.
 func (r *Repo) signature(when time.Time) signature {
 	sig := signature{name: "ralph", email: "ralph@localhost", when: when}
-	local, err := r.st.Config()
-	if err != nil {
-		local = config.NewConfig()
-	}
+	files := []func() (*gitconfig.Config, error){r.st.config, globalConfig, systemConfig}
 	name, email := "", ""
-	for _, cfg := range []*config.Config{local, userConfig(config.GlobalScope), userConfig(config.SystemScope)} {
+	for _, read := range files {
+		cfg, err := read()
+		if err != nil {
+			continue
+		}
 		if name == "" {
-			name = cfg.User.Name
+			name, _ = cfg.Get("user", "", "name")
 		}
 		if email == "" {
-			email = cfg.User.Email
+			email, _ = cfg.Get("user", "", "email")
 		}
 	}
 	if name != "" {
@@ -361,12 +361,27 @@ func (r *Repo) signature(when time.Time) signature {
 	return sig
 }
 
-// userConfig reads the user's and the system's git config (scope), or an
-// empty one when there is none or it cannot be read.
-func userConfig(scope config.Scope) *config.Config {
-	cfg, err := config.LoadConfig(scope)
-	if err != nil {
-		return config.NewConfig()
+// globalConfig reads the user's git config, where go-git looked for it:
+// the first of $XDG_CONFIG_HOME/git/config, ~/.gitconfig and
+// ~/.config/git/config that exists (an empty config when none does).
+func globalConfig() (*gitconfig.Config, error) {
+	var paths []string
+	if xdg := os.Getenv("XDG_CONFIG_HOME"); xdg != "" {
+		paths = append(paths, filepath.Join(xdg, "git", "config"))
 	}
-	return cfg
+	if home, err := os.UserHomeDir(); err == nil {
+		paths = append(paths, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config"))
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return readConfig(p)
+		}
+	}
+	return gitconfig.Parse(nil)
 }
+
+// systemConfig reads /etc/gitconfig (an empty config when there is none).
+func systemConfig() (*gitconfig.Config, error) { return readConfig(systemGitConfig) }
+
+// systemGitConfig is the system's git config, where go-git looked for it.
+const systemGitConfig = "/etc/gitconfig"

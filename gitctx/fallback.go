@@ -1,7 +1,6 @@
 package gitctx
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,12 +13,12 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
-	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/ralph-dev/ralph/gitctx/gitconfig"
+	"github.com/ralph-dev/ralph/gitctx/ignore"
 )
 
 // fallbackStatus reads the work tree's status without the git CLI, as
@@ -34,7 +33,8 @@ import (
 //     is racily clean (written in the same instant as the index);
 //   - untracked files: a walk of the work tree honouring .gitignore files,
 //     info/exclude and core.excludesFile from the user's and the system's
-//     git config (as go-git finds them: through ~/.gitconfig).
+//     git config (~/.gitconfig and /etc/gitconfig, where go-git looked),
+//     matched by package ignore, the matcher projectdetect uses too.
 //
 // Clean and smudge filters and end-of-line conversion are not applied, so
 // a file git converts may show as modified. It stops when ctx ends.
@@ -46,8 +46,7 @@ func fallbackStatus(ctx context.Context, root string) (_ Status, err error) {
 		return Status{}, err
 	}
 	defer db.close()
-	defer st.Close()
-	idx, err := st.Index()
+	idx, err := st.index()
 	if err != nil {
 		return Status{}, fmt.Errorf("read the index: %w", err)
 	}
@@ -59,7 +58,7 @@ func fallbackStatus(ctx context.Context, root string) (_ Status, err error) {
 type worktreeScan struct {
 	ctx      context.Context
 	root     string
-	st       *filesystem.Storage
+	st       *store
 	db       *objectDB
 	idx      *index.Index
 	fileMode bool // core.fileMode: the executable bit counts
@@ -293,12 +292,13 @@ func (h *headSide) vouched(p string) bool {
 
 // fileModeTrusted reads core.fileMode: false means the executable bit is
 // not tracked on this file system.
-func fileModeTrusted(st *filesystem.Storage) bool {
-	cfg, err := st.Config()
-	if err != nil || !cfg.Raw.HasSection("core") {
+func fileModeTrusted(st *store) bool {
+	cfg, err := st.config()
+	if err != nil {
 		return true
 	}
-	v := strings.ToLower(cfg.Raw.Section("core").Option("filemode"))
+	v, _ := cfg.Get("core", "", "filemode")
+	v = strings.ToLower(v)
 	return v != "false" && v != "no" && v != "off" && v != "0"
 }
 
@@ -388,7 +388,6 @@ func (w *worktreeScan) submodule(full string, e *index.Entry) (changeCode, error
 	}
 	h, _, err := resolveHead(st)
 	_ = db.close()
-	_ = st.Close()
 	if err != nil || h != e.Hash {
 		return modified, nil
 	}
@@ -413,10 +412,12 @@ func (w *worktreeScan) untracked(out *Status) error {
 			dirs[d] = true
 		}
 	}
-	rootFS := osfs.New("/")
-	global, _ := gitignore.LoadGlobalPatterns(rootFS)
-	system, _ := gitignore.LoadSystemPatterns(rootFS)
-	base := append(append(global, system...), w.infoExclude()...)
+	var base []ignore.Rule
+	if home, err := os.UserHomeDir(); err == nil {
+		base = excludesFile(filepath.Join(home, ".gitconfig"))
+	}
+	base = append(base, excludesFile(systemGitConfig)...)
+	base = append(base, readRules(w.st.path("info/exclude"), 0)...)
 	u := untrackedWalk{w: w, tracked: tracked, dirs: dirs, out: out}
 	return u.walk("", base)
 }
@@ -428,7 +429,7 @@ type untrackedWalk struct {
 	out     *Status
 }
 
-func (u *untrackedWalk) walk(dir string, patterns []gitignore.Pattern) error {
+func (u *untrackedWalk) walk(dir string, patterns []ignore.Rule) error {
 	if err := u.w.ctx.Err(); err != nil {
 		return err
 	}
@@ -451,7 +452,7 @@ func (u *untrackedWalk) walk(dir string, patterns []gitignore.Pattern) error {
 		}
 	}
 	if hasEntry(entries, ".gitignore") {
-		own := readPatterns(filepath.Join(full, ".gitignore"), domain)
+		own := readRules(filepath.Join(full, ".gitignore"), len(domain))
 		patterns = append(patterns[:len(patterns):len(patterns)], own...)
 	}
 	for _, e := range entries {
@@ -465,7 +466,7 @@ func (u *untrackedWalk) walk(dir string, patterns []gitignore.Pattern) error {
 			continue // the index compared it (a directory where a file was is not it)
 		}
 		parts := append(domain[:len(domain):len(domain)], name)
-		if ignored(patterns, parts, isDir) {
+		if ignore.Ignored(patterns, parts, isDir) {
 			continue
 		}
 		if isDir {
@@ -488,48 +489,39 @@ func hasEntry(entries []fs.DirEntry, name string) bool {
 	return false
 }
 
-// ignored applies patterns as git does: the last one that matches
-// decides.
-func ignored(patterns []gitignore.Pattern, parts []string, isDir bool) bool {
-	for i := len(patterns) - 1; i >= 0; i-- {
-		switch patterns[i].Match(parts, isDir) {
-		case gitignore.Exclude:
-			return true
-		case gitignore.Include:
-			return false
-		}
-	}
-	return false
-}
-
-// infoExclude reads $GIT_COMMON_DIR/info/exclude.
-func (w *worktreeScan) infoExclude() []gitignore.Pattern {
-	f, err := w.st.Filesystem().Open("info/exclude")
+// excludesFile reads the rules of the file that core.excludesFile names
+// in the git config file at config, as go-git read the user's
+// (~/.gitconfig) and the system's (/etc/gitconfig): none when either file
+// is missing or the variable unset.
+func excludesFile(config string) []ignore.Rule {
+	data, err := os.ReadFile(config)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	return scanPatterns(bufio.NewScanner(f), nil)
-}
-
-// readPatterns reads an ignore file whose patterns apply below domain.
-func readPatterns(file string, domain []string) []gitignore.Pattern {
-	f, err := os.Open(file)
+	cfg, err := gitconfig.Parse(data)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	return scanPatterns(bufio.NewScanner(f), domain)
+	file, _ := cfg.Get("core", "", "excludesfile")
+	if file == "" {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(file, "~/"); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil
+		}
+		file = filepath.Join(home, rest)
+	}
+	return readRules(file, 0)
 }
 
-func scanPatterns(sc *bufio.Scanner, domain []string) []gitignore.Pattern {
-	var ps []gitignore.Pattern
-	for sc.Scan() {
-		line := strings.TrimSuffix(sc.Text(), "\r")
-		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
-			continue
-		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
+// readRules reads an ignore file whose rules apply depth path components
+// below the work tree's root.
+func readRules(file string, depth int) []ignore.Rule {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
 	}
-	return ps
+	return ignore.Parse(data, depth)
 }

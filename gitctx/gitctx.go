@@ -11,14 +11,16 @@
 //     ErrCorrupt; callers carry on without git context in every case.
 //   - History (Head, Log, AheadBehind, CommitsSince, StateCommits, FileAt)
 //     is read in process: references, config, the shallow list and the
-//     index through go-git's storage, objects by gitctx's own reader of
-//     git's formats (objects.go, odb.go), which maps pack indexes instead
-//     of decoding them and leaves go-git's root and object packages, with
-//     their network, SSH and OpenPGP dependencies, out of ralph (issue
-//     14). Walks stop quietly at the boundary of a shallow clone instead
-//     of failing with "object not found" (go-git/go-git#2409), and every
-//     walk honours its context. A commit lists at most MaxFiles of the
-//     paths it changed.
+//     index by gitctx's store (store.go, with gitconfig's parser), objects
+//     by gitctx's own reader of git's formats (objects.go, odb.go), which
+//     maps pack indexes instead of decoding them. Of go-git only the
+//     formats' packages are left (plumbing, its index, pack and loose
+//     object formats): its root, object, storage and config packages, with
+//     their network, SSH, OpenPGP and config-parser dependencies, stay out
+//     of ralph (issue 14). Walks stop quietly at the boundary of a shallow
+//     clone instead of failing with "object not found"
+//     (go-git/go-git#2409), and every walk honours its context. A commit
+//     lists at most MaxFiles of the paths it changed.
 //   - Work-tree state (Status, IsDirty) is read with the git CLI when it is
 //     installed: it honours every ignore source, filter and setting git
 //     has. gitctx starts no process itself: the caller passes a Runner to
@@ -34,15 +36,14 @@
 //     new one. Everything else only reads: git runs with
 //     --no-optional-locks so a status does not take index.lock away from
 //     an agent that is committing at the same moment.
-//   - No environment variable is read by gitctx itself. The git CLI gets
-//     the Runner's environment (ralph's, so the user's global config
-//     applies). go-git's packages read the environment in two places:
-//     the fallback status reads $HOME to find the global gitignore, and
-//     Commit reads $XDG_CONFIG_HOME and $HOME to find the author in the
-//     user's git config.
+//   - The git CLI gets the Runner's environment (ralph's, so the user's
+//     global config applies). gitctx reads the environment itself in two
+//     places, as go-git's packages did before: the fallback status
+//     reads $HOME to find the global gitignore (~/.gitconfig's
+//     core.excludesFile), and Commit reads $XDG_CONFIG_HOME and $HOME to
+//     find the author in the user's git config.
 //
-// A Repo is safe for concurrent use. Its storage and object reader are
-// not (and go-git's storage is known to race, go-git/go-git#773), so all
+// A Repo is safe for concurrent use. Its object reader is not, so all
 // access through one Repo is serialised by a mutex.
 package gitctx
 
@@ -55,13 +56,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/storer"
-	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 var (
@@ -92,8 +87,8 @@ type Repo struct {
 	root string
 	run  Runner // runs the git CLI; nil: in-process fallbacks only
 
-	mu sync.Mutex // serialises st and db (go-git/go-git#773)
-	st *filesystem.Storage
+	mu sync.Mutex // serialises st and db
+	st *store
 	db *objectDB
 
 	// fallbackBusy is set while a fallback status, abandoned after its
@@ -215,78 +210,69 @@ var extensionsValidForV0 = map[string]bool{
 // directory or, in a linked worktree or submodule, a file naming the git
 // directory, which for a linked worktree names the shared one in its
 // commondir file. References, config, the index and the shallow list are
-// read through go-git's storage; objects through gitctx's objectDB. Like
-// git.Open it refuses a git directory without HEAD, an unparsable config
-// and repository formats it cannot read.
-func openStorage(root string) (*filesystem.Storage, *objectDB, error) {
-	dot, err := dotGitFS(root)
+// read through store; objects through gitctx's objectDB. Like go-git's
+// Open it refuses a git directory without HEAD, an unparsable config and
+// repository formats it cannot read.
+func openStorage(root string) (*store, *objectDB, error) {
+	dot, err := gitDir(root)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	repoFS, objects := dot, dot.Root()
 	common, err := commonDir(dot)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if common != nil {
-		repoFS, objects = dotgit.NewRepositoryFilesystem(dot, common), common.Root()
-	}
-	// The storage's own object reading is unused (see objectDB); its
-	// cache only serves the objects Commit writes.
-	st := filesystem.NewStorage(repoFS, cache.NewObjectLRU(0))
+	st := &store{dir: dot, common: common}
 	if err := checkFormat(st); err != nil {
-		_ = st.Close()
 		return nil, nil, err
 	}
-	return st, newObjectDB(filepath.Join(objects, "objects")), nil
+	return st, newObjectDB(st.path("objects")), nil
 }
 
-// checkFormat is git.Open's check, with readOnlySafeExtensions allowed.
-func checkFormat(st *filesystem.Storage) error {
-	if _, err := st.Reference(plumbing.HEAD); errors.Is(err, plumbing.ErrReferenceNotFound) {
+// checkFormat is go-git's Open check, with readOnlySafeExtensions allowed.
+func checkFormat(st *store) error {
+	if _, err := st.reference(plumbing.HEAD); errors.Is(err, plumbing.ErrReferenceNotFound) {
 		// .git exists (findRoot saw it): HEAD is gone.
 		return fmt.Errorf("%w: no HEAD in the git directory", ErrCorrupt)
 	}
-	cfg, err := st.Config()
+	cfg, err := st.config()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	version := cfg.Core.RepositoryFormatVersion
+	version, _ := cfg.Get("core", "", "repositoryformatversion")
 	if version != "" && version != "0" && version != "1" {
 		return fmt.Errorf("%w: core.repositoryformatversion %q", errUnsupportedFormat, version)
 	}
-	if !cfg.Raw.HasSection("extensions") {
-		return nil
-	}
-	for _, o := range cfg.Raw.Section("extensions").Options {
-		ext := strings.ToLower(o.Key)
+	for _, ext := range cfg.Keys("extensions", "") {
 		if (version == "" || version == "0") && !extensionsValidForV0[ext] {
-			return fmt.Errorf("%w: extension %s needs core.repositoryformatversion 1", errUnsupportedFormat, o.Key)
+			return fmt.Errorf("%w: extension %s needs core.repositoryformatversion 1", errUnsupportedFormat, ext)
 		}
 		if !readOnlySafeExtensions[ext] {
-			return fmt.Errorf("%w: unknown extension %s", errUnsupportedFormat, o.Key)
+			return fmt.Errorf("%w: unknown extension %s", errUnsupportedFormat, ext)
 		}
 	}
 	return nil
 }
 
-func dotGitFS(root string) (billy.Filesystem, error) {
+// gitDir is the git directory of the work tree at root: root/.git, or the
+// one a .git file names.
+func gitDir(root string) (string, error) {
 	p := filepath.Join(root, gitDirName)
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if fi.IsDir() {
-		return osfs.New(p), nil
+		return p, nil
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	gitdir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir: ")
 	if !ok {
-		return nil, fmt.Errorf("%s: no gitdir line", p)
+		return "", fmt.Errorf("%s: no gitdir line", p)
 	}
 	if !filepath.IsAbs(gitdir) {
 		gitdir = filepath.Join(root, gitdir)
@@ -294,31 +280,33 @@ func dotGitFS(root string) (billy.Filesystem, error) {
 	if _, err := os.Stat(gitdir); err != nil {
 		// A moved or deleted main repository leaves worktrees and
 		// submodules pointing at nothing.
-		return nil, fmt.Errorf("%s names a git directory that cannot be read: %w", p, err)
+		return "", fmt.Errorf("%s names a git directory that cannot be read: %w", p, err)
 	}
-	return osfs.New(gitdir), nil
+	return filepath.Clean(gitdir), nil
 }
 
-func commonDir(dot billy.Filesystem) (billy.Filesystem, error) {
-	b, err := os.ReadFile(filepath.Join(dot.Root(), "commondir"))
+// commonDir is the shared git directory of the one at dot: the one its
+// commondir file names (a linked worktree's), else dot itself.
+func commonDir(dot string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dot, "commondir"))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return dot, nil
 	}
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	p := strings.TrimSpace(string(b))
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(dot.Root(), p)
+		p = filepath.Join(dot, p)
 	}
-	return osfs.New(p), nil
+	return filepath.Clean(p), nil
 }
 
 // checkHead reads HEAD and decodes the commit it names, so that a damaged
 // repository is reported once, at Open, rather than as a string of odd
 // failures later.
 func (r *Repo) checkHead() error {
-	ref, err := r.st.Reference(plumbing.HEAD)
+	ref, err := r.st.reference(plumbing.HEAD)
 	if err != nil {
 		return fmt.Errorf("read HEAD: %w", err)
 	}
@@ -328,7 +316,7 @@ func (r *Repo) checkHead() error {
 		if !strings.HasPrefix(ref.Target().String(), "refs/") {
 			return fmt.Errorf("HEAD points at %q, which is not a ref", ref.Target())
 		}
-		target, err := storer.ResolveReference(r.st, ref.Target())
+		target, err := r.st.resolve(ref.Target())
 		if errors.Is(err, plumbing.ErrReferenceNotFound) {
 			return nil // unborn branch: a fresh repository
 		}
@@ -356,7 +344,7 @@ func (r *Repo) checkHead() error {
 func (r *Repo) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := errors.Join(r.db.close(), r.st.Close()); err != nil {
+	if err := r.db.close(); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
 	return nil
@@ -370,7 +358,7 @@ func (r *Repo) Head() (_ Head, err error) {
 	defer recovered("head", &err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ref, err := r.st.Reference(plumbing.HEAD)
+	ref, err := r.st.reference(plumbing.HEAD)
 	if err != nil {
 		return Head{}, fmt.Errorf("read HEAD: %w", err)
 	}
@@ -378,7 +366,7 @@ func (r *Repo) Head() (_ Head, err error) {
 		return Head{Hash: ref.Hash().String(), Detached: true}, nil
 	}
 	h := Head{Branch: strings.TrimPrefix(ref.Target().String(), "refs/heads/")}
-	target, err := storer.ResolveReference(r.st, ref.Target())
+	target, err := r.st.resolve(ref.Target())
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		h.Unborn = true
 		return h, nil
@@ -396,8 +384,8 @@ func (r *Repo) headHash() (plumbing.Hash, bool, error) { return resolveHead(r.st
 
 // resolveHead returns the commit HEAD resolves to, or ok=false when
 // unborn.
-func resolveHead(st storer.ReferenceStorer) (plumbing.Hash, bool, error) {
-	ref, err := storer.ResolveReference(st, plumbing.HEAD)
+func resolveHead(st *store) (plumbing.Hash, bool, error) {
+	ref, err := st.resolve(plumbing.HEAD)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return plumbing.ZeroHash, false, nil
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // MaxFiles is the most paths a Commit lists in Files. A commit that adds a
@@ -131,7 +130,7 @@ func (r *Repo) AheadBehind(ctx context.Context) (ahead, behind int, ok bool) {
 	}()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ref, err := r.st.Reference(plumbing.HEAD)
+	ref, err := r.st.reference(plumbing.HEAD)
 	if err != nil || ref.Type() != plumbing.SymbolicReference || !ref.Target().IsBranch() {
 		return 0, 0, false
 	}
@@ -143,7 +142,7 @@ func (r *Repo) AheadBehind(ctx context.Context) (ahead, behind int, ok bool) {
 	if !found {
 		return 0, 0, false
 	}
-	up, err := storer.ResolveReference(r.st, upName)
+	up, err := r.st.resolve(upName)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -161,28 +160,48 @@ func (r *Repo) AheadBehind(ctx context.Context) (ahead, behind int, ok bool) {
 // upstream maps branch.<name>.remote/merge to the local ref that tracks it,
 // through the remote's fetch refspecs as git does. The caller holds r.mu.
 func (r *Repo) upstream(branch string) (plumbing.ReferenceName, bool) {
-	cfg, err := r.st.Config()
+	cfg, err := r.st.config()
 	if err != nil {
 		return "", false
 	}
-	b, found := cfg.Branches[branch]
-	if !found || b.Merge == "" {
+	merge, _ := cfg.Get("branch", branch, "merge")
+	if merge == "" {
 		return "", false
 	}
-	if b.Remote == "" || b.Remote == "." {
+	remote, _ := cfg.Get("branch", branch, "remote")
+	if remote == "" || remote == "." {
 		// Upstream is another local branch.
-		return b.Merge, b.Remote == "."
+		return plumbing.ReferenceName(merge), remote == "."
 	}
-	remote, found := cfg.Remotes[b.Remote]
-	if !found {
-		return "", false
-	}
-	for _, rs := range remote.Fetch {
-		if rs.Match(b.Merge) {
-			return rs.Dst(b.Merge), true
+	for _, spec := range cfg.GetAll("remote", remote, "fetch") {
+		if dst, ok := mapRefspec(spec, merge); ok {
+			return plumbing.ReferenceName(dst), true
 		}
 	}
 	return "", false
+}
+
+// mapRefspec maps ref through a fetch refspec ("+refs/heads/*:refs/remotes/origin/*"):
+// the local ref it fetches into, ok false when the refspec does not take
+// ref. A negative refspec ("^refs/heads/x") takes nothing.
+func mapRefspec(spec, ref string) (string, bool) {
+	spec = strings.TrimPrefix(spec, "+")
+	src, dst, ok := strings.Cut(spec, ":")
+	if !ok || strings.HasPrefix(src, "^") || dst == "" {
+		return "", false
+	}
+	before, after, wild := strings.Cut(src, "*")
+	if !wild {
+		if src != ref {
+			return "", false
+		}
+		return dst, true
+	}
+	if len(ref) < len(before)+len(after) || !strings.HasPrefix(ref, before) || !strings.HasSuffix(ref, after) {
+		return "", false
+	}
+	middle := ref[len(before) : len(ref)-len(after)]
+	return strings.Replace(dst, "*", middle, 1), true
 }
 
 // StateCommits returns up to n commits, newest first, that changed any of
@@ -429,7 +448,7 @@ type walker struct {
 
 func (r *Repo) newWalker() (*walker, error) {
 	w := &walker{db: r.db, flags: map[plumbing.Hash]uint8{}}
-	sh, err := r.st.Shallow()
+	sh, err := r.st.shallow()
 	if err != nil {
 		return nil, fmt.Errorf("read shallow list: %w", err)
 	}

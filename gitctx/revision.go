@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // resolve turns a revision into a commit, the way `git rev-parse
@@ -102,7 +101,7 @@ func (r *Repo) resolveName(name string) (plumbing.Hash, error) {
 		return parseHex([]byte(name))
 	}
 	for _, rule := range plumbing.RefRevParseRules {
-		ref, err := storer.ResolveReference(r.st, plumbing.ReferenceName(fmt.Sprintf(rule, name)))
+		ref, err := r.st.resolve(plumbing.ReferenceName(fmt.Sprintf(rule, name)))
 		if err == nil && ref != nil {
 			return ref.Hash(), nil
 		}
