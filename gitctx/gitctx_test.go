@@ -605,8 +605,9 @@ func TestStatusGlobalGitignore(t *testing.T) {
 	equal(t, "untracked", st.Untracked, []string{"keep.txt"})
 
 	// The fallback finds the global gitignore only through ~/.gitconfig
-	// (go-git's gitignore.LoadGlobalPatterns), not GIT_CONFIG_GLOBAL; it
-	// reads info/exclude too.
+	// (where go-git's gitignore.LoadGlobalPatterns looked, and gitctx's
+	// excludesFile still does), not GIT_CONFIG_GLOBAL; it reads
+	// info/exclude too.
 	t.Run("go-git fallback", func(t *testing.T) {
 		home := os.Getenv("HOME")
 		gt.WriteFile(t, home, ".gitconfig", "[core]\n\texcludesFile = "+ignore+"\n")
