@@ -17,7 +17,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 
-	"github.com/ralph-dev/ralph/gitctx/gitconfig"
 	"github.com/ralph-dev/ralph/gitctx/ignore"
 )
 
@@ -494,11 +493,7 @@ func hasEntry(entries []fs.DirEntry, name string) bool {
 // (~/.gitconfig) and the system's (/etc/gitconfig): none when either file
 // is missing or the variable unset.
 func excludesFile(config string) []ignore.Rule {
-	data, err := os.ReadFile(config)
-	if err != nil {
-		return nil
-	}
-	cfg, err := gitconfig.Parse(data)
+	cfg, err := readConfig(config)
 	if err != nil {
 		return nil
 	}

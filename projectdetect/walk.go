@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-dev/ralph/gitctx/gitconfig"
 	"github.com/ralph-dev/ralph/gitctx/ignore"
 )
 
@@ -314,8 +315,14 @@ func (g GitConfig) excludesFile(root, gitDir string) string {
 	configs := append(g.configs(), filepath.Join(gitDir, "config"))
 	path := ""
 	for _, c := range configs {
-		if data, err := readSmall(c); err == nil {
-			if v, ok := gitConfigValue(data, "core", "excludesfile"); ok {
+		data, err := readSmall(c)
+		if err != nil {
+			continue
+		}
+		// A file git cannot parse is one git refuses to run with: it
+		// sets nothing here.
+		if cfg, err := gitconfig.Parse(data); err == nil {
+			if v, ok := cfg.Get("core", "", "excludesfile"); ok {
 				path = v
 			}
 		}
@@ -332,62 +339,6 @@ func (g GitConfig) excludesFile(root, gitDir string) string {
 		return filepath.Join(root, path)
 	}
 	return path
-}
-
-// gitConfigValue returns the last value of section.key (both lower case)
-// in a git config file. Subsections ([core "x"]) do not count; quotes and
-// the escapes \\, \", \t and \n are read as git reads them.
-func gitConfigValue(data []byte, section, key string) (string, bool) {
-	cur, val, found := "", "", false
-	for _, raw := range strings.Split(string(data), "\n") {
-		line := strings.TrimSpace(raw)
-		if strings.HasPrefix(line, "[") {
-			name, _, _ := strings.Cut(line[1:], "]")
-			if strings.ContainsAny(name, " \t\"") {
-				cur = "" // a subsection
-			} else {
-				cur = strings.ToLower(strings.TrimSpace(name))
-			}
-			continue
-		}
-		if cur != section || line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		k, v, hasValue := strings.Cut(line, "=")
-		if !strings.EqualFold(strings.TrimSpace(k), key) || !hasValue {
-			continue
-		}
-		val, found = gitConfigString(strings.TrimSpace(v)), true
-	}
-	return val, found
-}
-
-// gitConfigString reads a config value: quoted parts keep their spaces and
-// comment characters, an unquoted # or ; starts a comment.
-func gitConfigString(v string) string {
-	var b strings.Builder
-	quoted := false
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c == '"':
-			quoted = !quoted
-		case c == '\\' && i+1 < len(v):
-			i++
-			switch v[i] {
-			case 't':
-				b.WriteByte('\t')
-			case 'n':
-				b.WriteByte('\n')
-			default:
-				b.WriteByte(v[i])
-			}
-		case (c == '#' || c == ';') && !quoted:
-			return strings.TrimSpace(b.String())
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return strings.TrimSpace(b.String())
 }
 
 // rootConfigs records config files at the root and in the few well-known

@@ -19,13 +19,17 @@ import (
 
 // buildRalph builds the real binary once per benchmark: measuring the test
 // binary would measure testscript's start-up too.
-func buildRalph(b testing.TB) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "ralph")
-	// Built as the README installs it: static (issue 14).
-	res, err := proc.Run(context.Background(), proc.Cmd{Name: "go", Args: []string{"build", "-o", bin, "."}, Env: append(os.Environ(), "CGO_ENABLED=0")})
+func buildRalph(tb testing.TB) string { return buildRalphTags(tb, "") }
+
+// buildRalphTags builds ralph with the given build tags (BenchmarkPrefault
+// builds it without package prefault), static as the README installs it
+// (issue 14).
+func buildRalphTags(tb testing.TB, tags string) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "ralph")
+	res, err := proc.Run(context.Background(), proc.Cmd{Name: "go", Args: []string{"build", "-tags=" + tags, "-o", bin, "."}, Env: append(os.Environ(), "CGO_ENABLED=0")})
 	if err != nil || res.ExitCode != 0 {
-		b.Fatalf("go build: %v\n%s", err, res.Stderr)
+		tb.Fatalf("go build -tags=%q: exit %d, %v\n%s", tags, res.ExitCode, err, res.Stderr)
 	}
 	return bin
 }

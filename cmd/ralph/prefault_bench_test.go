@@ -56,15 +56,3 @@ func BenchmarkPrefault(b *testing.B) {
 		})
 	}
 }
-
-// buildRalphTags builds ralph statically, as the README installs it, with
-// the given build tags.
-func buildRalphTags(b *testing.B, tags string) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "ralph")
-	res, err := proc.Run(b.Context(), proc.Cmd{Name: "go", Args: []string{"build", "-tags=" + tags, "-o", bin, "."}, Env: append(os.Environ(), "CGO_ENABLED=0")})
-	if err != nil || res.ExitCode != 0 {
-		b.Fatalf("go build -tags=%q: exit %d, %v\n%s", tags, res.ExitCode, err, res.Stderr)
-	}
-	return bin
-}
