@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ralph-dev/ralph/mdstate"
 )
@@ -30,6 +31,18 @@ import (
 // entry from it and the report kept with it (restoreEntry), and then
 // puts the next task back to pending as it does for any interrupted
 // agent.
+
+// The done iteration's progress entry is then appended beside the next
+// agent's start, not before it: the session holds the done iteration's
+// result under its own name until the entry is in the log, so a kill
+// before then loses nothing (recovery writes the entry from it, as above).
+// The next prompt shows the entry as the log will read once it is in
+// (mdstate.Log.Appended). The append starts once the next iteration's
+// begin is on disk, runs while the agent starts and works, and is waited
+// for when the agent ends, before ralph looks at what the agent changed
+// and before any write that would drop the named result. A failed append
+// stops the agent and ends the run with the append's error, with the
+// session as a kill would leave it.
 
 // beganAhead is the next iteration, begun by the write that saved the
 // last one's outcome.
@@ -144,4 +157,64 @@ func (c *Coordinator) startedEvent(task *mdstate.Item, open int) {
 	}
 	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: task.ID, Title: task.Title,
 		Position: doneInRun + 1, Total: doneInRun + open})
+}
+
+// entryAhead is a done iteration's progress entry, appended beside the
+// next iteration's agent.
+type entryAhead struct {
+	entry mdstate.Entry
+	done  chan struct{} // closed once the append is over; nil until it starts
+	err   error         // the append's, once done is closed
+}
+
+// queueEntry keeps e for the append beside the next agent's start.
+func (c *Coordinator) queueEntry(e mdstate.Entry) { c.entry = &entryAhead{entry: e} }
+
+// entryQueued is the entry the next append is to write, nil when none
+// waits or its append has started.
+func (c *Coordinator) entryQueued() *mdstate.Entry {
+	if q := c.entry; q != nil && q.done == nil {
+		return &q.entry
+	}
+	return nil
+}
+
+// startEntry starts the queued entry's append, if one waits. A failed
+// append stops the iteration through stop; settleEntry says why.
+func (c *Coordinator) startEntry(stop context.CancelCauseFunc) {
+	q := c.entry
+	if q == nil || q.done != nil {
+		return
+	}
+	q.done = make(chan struct{})
+	go func() {
+		defer close(q.done)
+		if q.err = c.p.AppendProgress(q.entry); q.err != nil {
+			stop(fmt.Errorf("ralph could not append the last iteration's progress entry: %w", q.err))
+		}
+	}()
+}
+
+// settleEntry has the queued entry in the log: it waits for the append
+// started beside the agent, or appends it now if none started. Once the
+// entry is in, the session's next write drops the result it kept for it.
+func (c *Coordinator) settleEntry() error {
+	q := c.entry
+	if q == nil {
+		return nil
+	}
+	c.entry = nil
+	if q.done == nil {
+		if err := c.appendEntry(q.entry); err != nil {
+			return err
+		}
+	} else {
+		<-q.done
+		if q.err != nil {
+			return q.err
+		}
+		c.noteEntry(q.entry)
+	}
+	c.session.Result, c.session.Report = nil, nil
+	return nil
 }

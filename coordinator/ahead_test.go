@@ -4,6 +4,8 @@ package coordinator
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,4 +167,98 @@ func TestCommitBeginsNothingAhead(t *testing.T) {
 	if !strings.Contains(tasks, "- [x] T1:") || !strings.Contains(tasks, "- [ ] T2:") || strings.Contains(tasks, "- result: iteration") {
 		t.Errorf("T1's commit holds:\n%s", tasks)
 	}
+}
+
+// The done iteration's entry goes in beside the next agent's start: the
+// next prompt already shows it (it is never in the log yet when that
+// prompt is built), and each entry is in the log once the run is over.
+func TestEntryAppendedBesideNextAgent(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(3)})
+	fa := &fakeAgent{}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone || out.TasksDone != 3 {
+		t.Fatalf("outcome %+v", out)
+	}
+	for n, shown := range map[int][]string{1: nil, 2: {"T1"}, 3: {"T1", "T2"}} {
+		_, progress, _ := strings.Cut(fa.prompt(n), "## Recent progress (oldest first)\n")
+		for _, id := range []string{"T1", "T2", "T3"} {
+			want := slices.Contains(shown, id)
+			if got := strings.Contains(progress, " "+id+": Task number"); got != want {
+				t.Errorf("prompt %d shows %s's entry: %v, want %v; progress block:\n%s", n, id, got, want, progress)
+			}
+		}
+	}
+	_, _, lg := loadState(t, dir)
+	for _, id := range []string{"T1", "T2", "T3"} {
+		if n := entriesFor(lg, id); n != 1 {
+			t.Errorf("%d entries for %s, want 1", n, id)
+		}
+	}
+}
+
+// An append beside the next agent that fails stops that agent and ends
+// the run with the append's error, the session as a kill would leave it:
+// the next run writes the entry from the result the session names, once,
+// and does the stopped agent's task again.
+func TestEntryAppendFailsBesideAgent(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(3)})
+	// A journal that cannot be written (a link to nowhere) fails the first
+	// append, and nothing before it: reading it finds no record.
+	journal := filepath.Join(dir, mdstate.RuntimeDir, "progress.journal")
+	if err := os.MkdirAll(filepath.Dir(journal), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "gone", "journal"), journal); err != nil {
+		t.Fatal(err)
+	}
+	ba := &blockingAgent{block: func(n int) bool { return n == 2 }}
+	co := newCoordinator(t, Options{Root: dir, Agent: ba})
+	_, err := co.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), mdstate.ProgressFile+": cannot append") {
+		t.Fatalf("Run: %v, want the append's error", err)
+	}
+	if ba.calls() != 2 {
+		t.Fatalf("%d agents ran, want 2 (the second stopped)", ba.calls())
+	}
+	tasks, s, lg := loadState(t, dir)
+	if lg.Entries != 0 || s.Result == nil || s.Result.Task != "T1" || s.Task != "T2" || s.Phase != mdstate.PhaseAgent {
+		t.Fatalf("after the failed append: %d entries, session %+v, result %+v", lg.Entries, s, s.Result)
+	}
+	if st := status(t, tasks, "T1"); st != mdstate.Done {
+		t.Errorf("T1 is %s", st)
+	}
+
+	if err := os.Remove(journal); err != nil {
+		t.Fatal(err)
+	}
+	co.Close()
+	fa := &fakeAgent{}
+	co = newCoordinator(t, Options{Root: dir, Agent: fa})
+	if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone || out.TasksDone != 2 {
+		t.Fatalf("the next run: %+v", out)
+	}
+	tasks, _, lg = loadState(t, dir)
+	for _, id := range []string{"T1", "T2", "T3"} {
+		if st := status(t, tasks, id); st != mdstate.Done {
+			t.Errorf("%s is %s", id, st)
+		}
+	}
+	// T1's entry written on recovery (T2's stopped attempt is counted on
+	// the task, not logged), T2's and T3's.
+	for id, want := range map[string]int{"T1": 1, "T2": 1, "T3": 1} {
+		if n := entriesFor(lg, id); n != want {
+			t.Errorf("%d entries for %s, want %d: %+v", n, id, want, lg.Recent)
+		}
+	}
+}
+
+// entriesFor counts lg's recent entries for task id.
+func entriesFor(lg *mdstate.Log, id string) int {
+	n := 0
+	for _, e := range lg.Recent {
+		if strings.HasPrefix(e.Title, id+": ") {
+			n++
+		}
+	}
+	return n
 }

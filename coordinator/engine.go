@@ -202,6 +202,9 @@ type Coordinator struct {
 	// ahead is the next iteration, when the last one's write began it
 	// (ahead.go).
 	ahead *beganAhead
+	// entry is the done iteration's progress entry while it waits to be
+	// appended beside the next agent's start (ahead.go).
+	entry *entryAhead
 	// own is what ralph wrote in the state files this session (owned.go).
 	own ownEdits
 	// plan is what the last write of RALPH_TASKS.md found about them.

@@ -55,6 +55,11 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *be
 	if err != nil {
 		return "", err
 	}
+	// The last iteration's entry, appended beside this agent (ahead.go),
+	// is in before ralph looks at what the agent changed.
+	if err := c.settleEntry(); err != nil {
+		return "", err
+	}
 	if err := c.restoreAdditions(); err != nil {
 		return "", err
 	}
@@ -71,11 +76,13 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *be
 	entry := iterationEntry(c.opts.Now(), task, it, AgentLabel(c.opts.Agent.Name(), runModel(c.opts.Model, a.Result)), a, d.note, delivered)
 	entry.Fields = append(entry.Fields, unfiled.fields()...)
 	entry = redactEntry(entry, c.opts.redactor())
-	if err := c.appendEntry(entry); err != nil {
-		return "", err
+	c.queueEntry(entry)
+	if c.ahead == nil {
+		// No agent starts next: the entry goes in now.
+		if err := c.settleEntry(); err != nil {
+			return "", err
+		}
 	}
-	// In the log now: the next session write drops them.
-	c.session.Result, c.session.Report = nil, nil
 	if owed != nil {
 		// After the entry, so that the task's commit holds it (commit.go).
 		if err := c.commitTask(ctx, owed, task, a.Outcome == OutcomeDone); err != nil {
@@ -183,6 +190,7 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 	if err := c.p.Sync(); err != nil {
 		return attempt{}, err
 	}
+	c.startEntry(cancel)
 	a, err := runAgent(iterCtx, c.opts, request{
 		Prompt:   prompt,
 		LogName:  c.logName(id),
@@ -463,6 +471,10 @@ func (c *Coordinator) prompt(ctx context.Context, id string) (string, []string, 
 		return "", nil, err
 	}
 	c.scanned = r.Project
+	if e := c.entryQueued(); e != nil {
+		// The last iteration's entry goes in beside this agent's start.
+		r.State.Progress = r.State.Progress.Appended(*e, recentEntries)
+	}
 	text, _ := r.Prompt(PromptOptions{Task: id})
 	// The guidance is the one in the tasks the prompt was built from. A
 	// message queued since goes into the next prompt, or stops this

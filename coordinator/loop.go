@@ -47,6 +47,11 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 		_ = c.opts.Registry.Record(c.opts.Root, c.session.ID, c.opts.Now())
 	}()
 	out, err := c.loop(ctx)
+	// An entry still queued (an error ended the loop before the next
+	// agent) goes in before the session's last write.
+	if serr := c.settleEntry(); err == nil {
+		err = serr
+	}
 	if c.opts.SingleRun {
 		// Nothing the watcher tells matters once the loop is over: the
 		// last writes take a person's edits in themselves.
@@ -142,6 +147,9 @@ func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 		// checks below were made before that write (ahead.go). A stop
 		// or a pause since takes it back, and is said below.
 		if c.ahead != nil && c.stopDue(ctx) {
+			if err := c.settleEntry(); err != nil {
+				return Outcome{TasksDone: done}, err
+			}
 			if err := c.saveSession(c.undoAhead()); err != nil {
 				return Outcome{TasksDone: done}, err
 			}

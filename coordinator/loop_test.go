@@ -212,11 +212,14 @@ func TestRunEventsInOrder(t *testing.T) {
 			got = append(got, string(e.Kind)+" "+e.Task)
 		}
 	}
-	// T1's outcome is saved in the write that begins T2 (ahead.go); T2's
-	// begins nothing, as no task is left.
+	// T1's outcome is saved in the write that begins T2 (ahead.go), and
+	// its entry appended beside T2's agent, said once that agent is over;
+	// T2's write begins nothing, as no task is left, and its entry goes
+	// in at once.
 	want := []string{"state_written RALPH_TASKS.md",
 		"state_written RALPH_TASKS.md", "task_started T1",
-		"state_written RALPH_TASKS.md", "state_written RALPH_PROGRESS.md", "iteration_done T1", "task_started T2",
+		"state_written RALPH_TASKS.md", "iteration_done T1", "task_started T2",
+		"state_written RALPH_PROGRESS.md",
 		"state_written RALPH_TASKS.md", "state_written RALPH_PROGRESS.md", "iteration_done T2"}
 	// Ending: the "ending" phase, the summary entry, the session ended.
 	want = append(want, "state_written RALPH_TASKS.md", "state_written RALPH_PROGRESS.md", "state_written RALPH_TASKS.md", "stopped all_done")
@@ -259,12 +262,19 @@ func TestRunSessionCountersAreSums(t *testing.T) {
 			t.Errorf("after %d entries: session iteration %d, tokens %d/%d, cost %v; want %d, %d/%d, %v",
 				entries, s.Iteration, s.TokensIn, s.TokensOut, s.CostUSD, iterations, in, out, cost)
 		}
-		if log.Entries != entries {
-			t.Errorf("%d progress entries, want %d", log.Entries, entries)
+		// While an agent works, the last iteration's entry may still be
+		// on its way (appended beside the agent's start, ahead.go): then
+		// the session names that iteration's result, so that recovery
+		// would write the entry. Every iteration is in one or the other.
+		named := func(r *mdstate.IterationResult) bool {
+			return inflight != "" && r != nil && r.Task == fmt.Sprintf("T%d", entries) && r.Iteration == entries
+		}
+		if log.Entries != entries && (log.Entries != entries-1 || !named(s.Result)) {
+			t.Errorf("%d progress entries, want %d (or %d and the session naming the last result: %+v)", log.Entries, entries, entries-1, s.Result)
 		}
 		switch r := s.Result; {
 		case r == nil:
-		case inflight != "" && r.Task == fmt.Sprintf("T%d", entries) && r.Iteration == entries:
+		case named(r):
 			// The write that saved the last iteration's result began
 			// this one (ahead.go): the result names its iteration, and
 			// the next write drops it.

@@ -229,9 +229,14 @@ func (c *Coordinator) appendEntry(e mdstate.Entry) error {
 	if err := c.p.AppendProgress(e); err != nil {
 		return err
 	}
+	c.noteEntry(e)
+	return nil
+}
+
+// noteEntry counts e, appended, among ralph's additions and says so.
+func (c *Coordinator) noteEntry(e mdstate.Entry) {
 	c.own.entries = append(c.own.entries, e)
 	c.emit(Event{Kind: EventStateWritten, File: mdstate.ProgressFile})
-	return nil
 }
 
 // catchUp looks at the state files someone else wrote since ralph's last

@@ -14,12 +14,16 @@ import (
 	"github.com/ralph-dev/ralph/projectdetect"
 )
 
+// recentEntries is how many of the last progress entries a report reads
+// unless told otherwise: the prompt shows them.
+const recentEntries = 20
+
 // ReportOptions bounds what the recovery report reads.
 type ReportOptions struct {
 	StatusTimeout time.Duration // git status deadline; 0: gitctx.DefaultStatusTimeout
 	DetectBudget  time.Duration // project scan budget; 0: projectdetect.DefaultBudget
 	Commits       int           // recent commits to list; 0: 10
-	Progress      int           // recent progress entries to parse; 0: 20
+	Progress      int           // recent progress entries to parse; 0: recentEntries
 	// Git locates the user's git configuration, for the project scan's
 	// global excludes file.
 	Git projectdetect.GitConfig
@@ -53,7 +57,7 @@ func (o ReportOptions) withDefaults() ReportOptions {
 		o.Commits = 10
 	}
 	if o.Progress == 0 {
-		o.Progress = 20
+		o.Progress = recentEntries
 	}
 	return o
 }
@@ -138,13 +142,6 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 		r.Problems = append(r.Problems, s)
 		mu.Unlock()
 	}
-	wg.Go(func() {
-		p := opts.Project
-		if p == nil {
-			p = mdstate.Open(root)
-		}
-		r.State, stateErr = p.Load(opts.Progress)
-	})
 	r.Project = opts.Scanned
 	if !opts.NoDetect && opts.Scanned == nil {
 		wg.Go(func() {
@@ -165,6 +162,11 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 			readReportGit(ctx, root, opts, cli, r, &repo, problem)
 		})
 	}
+	p := opts.Project
+	if p == nil {
+		p = mdstate.Open(root)
+	}
+	r.State, stateErr = p.Load(opts.Progress)
 	wg.Wait()
 	if stateErr != nil {
 		if repo != nil {

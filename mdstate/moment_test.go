@@ -251,3 +251,32 @@ func TestAppendProgressFollowsASave(t *testing.T) {
 		t.Fatalf("log =\n%s\nwant the person's version and ralph's entry", got)
 	}
 }
+
+// The log removed between the append's look and its open (an agent putting
+// back an older copy of the project that had none): the append creates it
+// and goes in, as for a log that was missing all along.
+func TestAppendProgressAfterTheLogWent(t *testing.T) {
+	for _, removals := range []int{1, 2} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, ProgressFile)
+		writeFile(t, path, "# Progress\n\n## 2026-11-01T09:00:00Z — T0: by an older ralph\n", 0o644)
+		p := Open(dir)
+		p.SaveGrace = 10 * time.Millisecond // no editor brings it back
+		left := removals
+		setProbe(t, func(pp probePoint) {
+			if pp == probeLogLooked && left > 0 {
+				left--
+				if err := os.Remove(path); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		if err := p.AppendProgress(Entry{Title: "T1: First"}); err != nil {
+			t.Fatalf("%d removals: %v", removals, err)
+		}
+		got := readFile(t, path)
+		if !strings.HasPrefix(got, Templates[ProgressFile]) || strings.Count(got, "T1: First") != 1 || strings.Contains(got, "T0") {
+			t.Fatalf("%d removals: log =\n%s\nwant the template and ralph's entry", removals, got)
+		}
+	}
+}

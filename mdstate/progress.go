@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -438,6 +439,24 @@ func (e *Entry) Render(eol string) []byte {
 	return b.Bytes()
 }
 
+// Appended returns the log as ReadProgress(n) will read it once e is
+// appended to it (AppendProgress): one entry more, and the recent ones
+// ending with e as parsed back from what the append writes. lg is left as
+// it is. The new entry's Line and Offset, and Size, are what they become
+// only once the bytes are written: they are left as they were (zero for
+// the entry).
+func (lg *Log) Appended(e Entry, n int) *Log {
+	out := *lg
+	out.Entries++
+	if n <= 0 {
+		return &out
+	}
+	back, _ := parseEntry(e.Render("\n"), 0)
+	keep := lg.Recent[max(len(lg.Recent)-(n-1), 0):]
+	out.Recent = append(slices.Clone(keep), back)
+	return &out
+}
+
 // journal is the write-ahead record of the progress entry being appended:
 // the offset the file had and the bytes going there. After a crash mid-
 // append, the next writer finishes the append from it (roll forward).
@@ -469,22 +488,9 @@ func (p *Project) AppendProgress(e Entry) error {
 	if err := CheckInside(p.Root, ProgressFile); err != nil {
 		return err
 	}
-	path := p.Path(ProgressFile)
-	if fi, err := p.statState(ProgressFile); err == nil {
-		if fi.IsDir() {
-			return &FileError{File: ProgressFile, Msg: "is a directory, not a file", Hint: "move it out of the way, then run `ralph init` to create the file"}
-		}
-		if err := checkWritable(ProgressFile, fi); err != nil {
-			return err
-		}
-	} else if errors.Is(err, fs.ErrNotExist) {
-		if _, err := p.createLocked(ProgressFile, []byte(Templates[ProgressFile])); err != nil {
-			return err
-		}
-	}
-	f, err := openFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := p.openLogForAppend()
 	if err != nil {
-		return &FileError{File: ProgressFile, Msg: "cannot open: " + unwrapPathErr(err), Hint: "check the file's permissions"}
+		return err
 	}
 	handedOff := false
 	defer func() {
@@ -540,6 +546,36 @@ func (p *Project) AppendProgress(e Entry) error {
 	}
 	p.retireJournal()
 	return nil
+}
+
+// openLogForAppend opens the progress log to append to, creating it from
+// its template when it is missing. A log removed between the look and the
+// open (an agent or a person putting back an older copy that had none) is
+// missing, not an error: it is looked at again, a few times at most.
+func (p *Project) openLogForAppend() (*os.File, error) {
+	const tries = 3
+	for try := 1; ; try++ {
+		if fi, err := p.statState(ProgressFile); err == nil {
+			if fi.IsDir() {
+				return nil, &FileError{File: ProgressFile, Msg: "is a directory, not a file", Hint: "move it out of the way, then run `ralph init` to create the file"}
+			}
+			if err := checkWritable(ProgressFile, fi); err != nil {
+				return nil, err
+			}
+		} else if errors.Is(err, fs.ErrNotExist) {
+			if _, err := p.createLocked(ProgressFile, []byte(Templates[ProgressFile])); err != nil {
+				return nil, err
+			}
+		}
+		probeAt(probeLogLooked)
+		f, err := openFile(p.Path(ProgressFile), os.O_RDWR|os.O_APPEND, 0)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || try == tries {
+			return nil, &FileError{File: ProgressFile, Msg: "cannot open: " + unwrapPathErr(err), Hint: "check the file's permissions"}
+		}
+	}
 }
 
 // appendLanded checks that the file ralph appended to (f) is still the

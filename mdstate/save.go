@@ -93,6 +93,7 @@ const (
 	probeSwapped                     // a swap is done and its replaced file read
 	probeUnlinked                    // the replaced files are unlinked, still open
 	probeAppended                    // an entry is appended to the progress log
+	probeLogLooked                   // an append looked at the log, not yet opened
 )
 
 // probe, set only by tests, is called at each probePoint, so that a test
