@@ -115,6 +115,12 @@ const (
 // the peak RSS, the ratios of ralph-tui's median to ralph's, and the load
 // average. Without ralph-tui (see tuiHint) the ralph-tui sub-benchmark is
 // skipped and ralph's two builds still run.
+//
+// With RALPH_VS_BASE set to a git revision (a commit, a tag, main~3),
+// that revision of ralph is built too, statically, and runs in the same
+// loop as "ralph-base": a change is then measured against what it
+// changed on the same machine at the same moment, which two runs of the
+// benchmark an hour apart cannot do here.
 func BenchmarkVsTUI(b *testing.B) {
 	h := newVsHarness(b)
 	if h.tuiErr != nil {
@@ -146,6 +152,9 @@ func newVsHarness(b *testing.B) *vsHarness {
 		b.Logf("no C compiler (%v): ralph is measured as a static build only", err)
 	}
 	h.sides = append(h.sides, buildRalphSide(b, false))
+	if rev := os.Getenv(vsBaseEnv); rev != "" {
+		h.sides = append(h.sides, buildBaseSide(b, rev))
+	}
 	tui, err := findTUI()
 	if err != nil {
 		h.tuiErr = err
@@ -535,6 +544,52 @@ func buildRalphSide(b *testing.B, cgo bool) ralphSide {
 	}
 	b.Logf("%s (%s go build): %s", label, flag, linked)
 	return ralphSide{label: label, bin: bin}
+}
+
+// vsBaseEnv names the git revision BenchmarkVsTUI also measures, as
+// "ralph-base".
+const vsBaseEnv = "RALPH_VS_BASE"
+
+// buildBaseSide builds revision rev of ralph statically and logs which
+// commit it is.
+func buildBaseSide(b *testing.B, rev string) ralphSide {
+	b.Helper()
+	src, commit := exportRevision(b, rev)
+	bin := filepath.Join(b.TempDir(), "ralph")
+	build := proc.Cmd{Name: "go", Args: []string{"build", "-o", bin, "./cmd/ralph"}, Dir: src, Env: append(os.Environ(), "CGO_ENABLED=0")}
+	if res, err := proc.Run(b.Context(), build); err != nil || res.ExitCode != 0 {
+		b.Fatalf("build %s: exit %d, %v\n%s", rev, res.ExitCode, err, res.Stderr)
+	}
+	b.Logf("ralph-base: %s (%s), CGO_ENABLED=0", commit, rev)
+	return ralphSide{label: "ralph-base", bin: bin}
+}
+
+// exportRevision writes the files git has for revision rev into a folder
+// of its own (git archive: no work tree is touched) and returns it, with
+// the commit's short hash.
+func exportRevision(b *testing.B, rev string) (dir, commit string) {
+	b.Helper()
+	git := func(args ...string) string {
+		out, err := proc.Output(b.Context(), proc.Cmd{Name: "git", Args: args})
+		if err != nil {
+			b.Fatalf("%s=%s: git %s: %v", vsBaseEnv, rev, args[0], err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	commit = git("rev-parse", "--short", rev+"^{commit}")
+	top := git("rev-parse", "--show-toplevel")
+	dir = b.TempDir()
+	tarball := filepath.Join(b.TempDir(), "base.tar")
+	for _, c := range []proc.Cmd{
+		// From the top: run in a subfolder, git archive takes only that.
+		{Name: "git", Args: []string{"archive", "--format=tar", "-o", tarball, commit}, Dir: top},
+		{Name: "tar", Args: []string{"-xf", tarball, "-C", dir}},
+	} {
+		if res, err := proc.Run(b.Context(), c); err != nil || res.ExitCode != 0 {
+			b.Fatalf("%s %s: exit %d, %v\n%s", c.Name, c.Args[0], res.ExitCode, err, res.Stderr)
+		}
+	}
+	return dir, commit
 }
 
 // vsCC is the C compiler a cgo build would use: $CC, or go's default.
