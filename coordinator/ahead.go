@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ralph-dev/ralph/mdstate"
@@ -40,9 +41,12 @@ import (
 // (mdstate.Log.Appended). The append starts once the next iteration's
 // begin is on disk, runs while the agent starts and works, and is waited
 // for when the agent ends, before ralph looks at what the agent changed
-// and before any write that would drop the named result. A failed append
-// stops the agent and ends the run with the append's error, with the
-// session as a kill would leave it.
+// and before any write that would drop the named result. It goes onto the
+// log only as ralph's last write left it: one the agent changed first (an
+// older copy put back) waits until ralph has looked at the change, since
+// an addition to an older copy would hide what the copy lost. A failed
+// append stops the agent and ends the run with the append's error, with
+// the session as a kill would leave it.
 
 // beganAhead is the next iteration, begun by the write that saved the
 // last one's outcome.
@@ -179,8 +183,9 @@ func (c *Coordinator) entryQueued() *mdstate.Entry {
 	return nil
 }
 
-// startEntry starts the queued entry's append, if one waits. A failed
-// append stops the iteration through stop; settleEntry says why.
+// startEntry starts the queued entry's append, if one waits: onto the
+// log only as ralph's last write left it (mdstate.AppendProgressOnOwn).
+// A failed append stops the iteration through stop; joinEntry says why.
 func (c *Coordinator) startEntry(stop context.CancelCauseFunc) {
 	q := c.entry
 	if q == nil || q.done != nil {
@@ -189,32 +194,54 @@ func (c *Coordinator) startEntry(stop context.CancelCauseFunc) {
 	q.done = make(chan struct{})
 	go func() {
 		defer close(q.done)
-		if q.err = c.p.AppendProgress(q.entry); q.err != nil {
+		q.err = c.p.AppendProgressOnOwn(q.entry)
+		if q.err != nil && !errors.Is(q.err, mdstate.ErrChangedSinceOwnWrite) {
 			stop(fmt.Errorf("ralph could not append the last iteration's progress entry: %w", q.err))
 		}
 	}()
 }
 
+// joinEntry waits for the append started beside the agent, if one was.
+// An entry it kept out, because someone changed the log first (the agent
+// put back an older copy, say), stays queued: settleEntry appends it once
+// ralph has looked at what the change took away (restoreAdditions).
+func (c *Coordinator) joinEntry() error {
+	q := c.entry
+	if q == nil || q.done == nil {
+		return nil
+	}
+	<-q.done
+	if errors.Is(q.err, mdstate.ErrChangedSinceOwnWrite) {
+		q.done, q.err = nil, nil
+		return nil
+	}
+	c.entry = nil
+	if q.err != nil {
+		return q.err
+	}
+	c.noteEntry(q.entry)
+	c.entryIn()
+	return nil
+}
+
 // settleEntry has the queued entry in the log: it waits for the append
-// started beside the agent, or appends it now if none started. Once the
-// entry is in, the session's next write drops the result it kept for it.
+// started beside the agent, and appends now an entry still queued.
 func (c *Coordinator) settleEntry() error {
+	if err := c.joinEntry(); err != nil {
+		return err
+	}
 	q := c.entry
 	if q == nil {
 		return nil
 	}
 	c.entry = nil
-	if q.done == nil {
-		if err := c.appendEntry(q.entry); err != nil {
-			return err
-		}
-	} else {
-		<-q.done
-		if q.err != nil {
-			return q.err
-		}
-		c.noteEntry(q.entry)
+	if err := c.appendEntry(q.entry); err != nil {
+		return err
 	}
-	c.session.Result, c.session.Report = nil, nil
+	c.entryIn()
 	return nil
 }
+
+// entryIn is what follows an iteration's entry landing in the log: the
+// session's next write drops the result it kept for it.
+func (c *Coordinator) entryIn() { c.session.Result, c.session.Report = nil, nil }

@@ -262,3 +262,58 @@ func entriesFor(lg *mdstate.Log, id string) int {
 	}
 	return n
 }
+
+// An agent that puts back an older copy of the log before the append
+// beside it lands: the entry is kept out of that copy, ralph first writes
+// again the entries the copy dropped (restoreAdditions), then appends it,
+// and the agent is not stopped. (Driven step by step: a real agent that
+// fast would race the append.)
+func TestEntryBesideAgentWaitsForAnOlderCopy(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+	older, err := os.ReadFile(filepath.Join(dir, mdstate.ProgressFile))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if out, _ := runAll(t, t.Context(), co); out.TasksDone != 1 {
+		t.Fatalf("outcome %+v", out)
+	}
+	_, _, lg := loadState(t, dir)
+	if entriesFor(lg, "T1") != 1 {
+		t.Fatalf("T1's entries: %+v", lg.Recent)
+	}
+
+	next := mdstate.Entry{Time: time.Now(), Title: "T9: The next one", Fields: []mdstate.Field{{Key: "outcome", Value: "done"}}}
+	co.queueEntry(next)
+	co.p.SaveGrace = 10 * time.Millisecond // the log removed is not coming back
+	// The agent's first act: the log as it was before the run.
+	path := filepath.Join(dir, mdstate.ProgressFile)
+	if older == nil {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := os.WriteFile(path, older, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	co.startEntry(func(error) { stopped = true })
+	if err := co.joinEntry(); err != nil {
+		t.Fatal(err)
+	}
+	if co.entryQueued() == nil || stopped {
+		t.Fatalf("after the join: queued %v, agent stopped %v", co.entryQueued(), stopped)
+	}
+	if data, _ := os.ReadFile(path); strings.Contains(string(data), "T9:") {
+		t.Fatalf("the entry went onto the older copy:\n%s", data)
+	}
+	if err := co.restoreAdditions(); err != nil {
+		t.Fatal(err)
+	}
+	if err := co.settleEntry(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, lg = loadState(t, dir)
+	if entriesFor(lg, "T1") != 1 || entriesFor(lg, "T9") != 1 || lg.Recent[len(lg.Recent)-1].Title != next.Title {
+		t.Fatalf("log after the restore and the append: %+v", lg.Recent)
+	}
+}

@@ -56,11 +56,15 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *be
 		return "", err
 	}
 	// The last iteration's entry, appended beside this agent (ahead.go),
-	// is in before ralph looks at what the agent changed.
-	if err := c.settleEntry(); err != nil {
+	// is counted before ralph looks at what the agent changed; one the
+	// agent's change kept out goes in after the look.
+	if err := c.joinEntry(); err != nil {
 		return "", err
 	}
 	if err := c.restoreAdditions(); err != nil {
+		return "", err
+	}
+	if err := c.settleEntry(); err != nil {
 		return "", err
 	}
 	d := c.decide(task, a)

@@ -470,11 +470,34 @@ func (p *Project) journalPath() string {
 // whole entry or, after the next write finishes it from the journal,
 // with the whole entry; never with half of one.
 func (p *Project) AppendProgress(e Entry) error {
+	return p.appendProgress(e, false)
+}
+
+// ErrChangedSinceOwnWrite is AppendProgressOnOwn's answer when someone
+// else changed the log since this Project last wrote it.
+var ErrChangedSinceOwnWrite = errors.New(ProgressFile + " changed since ralph's last write")
+
+// AppendProgressOnOwn is AppendProgress onto the log only as this
+// Project's last write left it: when someone else changed it since (an
+// older copy put back, a person's edit), it appends nothing and returns
+// ErrChangedSinceOwnWrite, so that the caller can first look at what the
+// change took away; an entry added to an older copy would hide what the
+// copy lost. The look and the append are one hold of the state lock.
+func (p *Project) AppendProgressOnOwn(e Entry) error {
+	return p.appendProgress(e, true)
+}
+
+func (p *Project) appendProgress(e Entry, onOwn bool) error {
 	unlock, err := p.lockForWrite()
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if onOwn {
+		if changed, _, err := p.changedSinceOwnWrite(ProgressFile); err != nil || changed {
+			return errors.Join(ErrChangedSinceOwnWrite, err)
+		}
+	}
 	if p.flushPending() {
 		// The last append's record is retired before this one's is
 		// written over it (recoverLocked left the journal to it).

@@ -698,6 +698,12 @@ func (p *Project) ChangedSinceOwnWrite(name string) (changed, ok bool, err error
 		return false, false, err
 	}
 	defer unlock()
+	return p.changedSinceOwnWrite(name)
+}
+
+// changedSinceOwnWrite is ChangedSinceOwnWrite for a caller that holds
+// the state lock.
+func (p *Project) changedSinceOwnWrite(name string) (changed, ok bool, err error) {
 	p.mu.Lock()
 	w, ok := p.own[name]
 	p.mu.Unlock()
