@@ -70,13 +70,7 @@ func TestRecoverBegunAheadWritesEntry(t *testing.T) {
 	}
 	co.Close()
 	_, _, lg = loadState(t, dir)
-	n := 0
-	for _, e := range lg.Recent {
-		if strings.HasPrefix(e.Title, "T1: ") {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := entriesFor(lg, "T1"); n != 1 {
 		t.Errorf("%d entries for T1 after a second recovery, want 1", n)
 	}
 }

@@ -194,6 +194,7 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 	if err := c.p.Sync(); err != nil {
 		return attempt{}, err
 	}
+	// The last iteration's entry goes in beside this agent (ahead.go).
 	c.startEntry(cancel)
 	a, err := runAgent(iterCtx, c.opts, request{
 		Prompt:   prompt,

@@ -135,7 +135,6 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 	// millisecond or more): it starts before anything else.
 	cli := startStatus(ctx, root, opts)
 	var wg sync.WaitGroup
-	var stateErr error
 	var mu sync.Mutex
 	problem := func(s string) {
 		mu.Lock()
@@ -162,11 +161,13 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 			readReportGit(ctx, root, opts, cli, r, &repo, problem)
 		})
 	}
+	// The state files are read here, beside the others: a goroutine of
+	// their own, waited for, costs a thread woken on another CPU.
 	p := opts.Project
 	if p == nil {
 		p = mdstate.Open(root)
 	}
-	r.State, stateErr = p.Load(opts.Progress)
+	state, stateErr := p.Load(opts.Progress)
 	wg.Wait()
 	if stateErr != nil {
 		if repo != nil {
@@ -174,6 +175,7 @@ func BuildReport(ctx context.Context, root string, opts ReportOptions) (*Report,
 		}
 		return nil, stateErr
 	}
+	r.State = state
 	r.readSession(root, opts.Holder)
 	stale := kept == nil
 	if kept != nil && !opts.History.since(r.Session) {

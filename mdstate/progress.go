@@ -482,7 +482,9 @@ var ErrChangedSinceOwnWrite = errors.New(ProgressFile + " changed since ralph's 
 // older copy put back, a person's edit), it appends nothing and returns
 // ErrChangedSinceOwnWrite, so that the caller can first look at what the
 // change took away; an entry added to an older copy would hide what the
-// copy lost. The look and the append are one hold of the state lock.
+// copy lost. A log it cannot look at counts as changed (the error joined
+// to it says why). The look and the append are one hold of the state
+// lock.
 func (p *Project) AppendProgressOnOwn(e Entry) error {
 	return p.appendProgress(e, true)
 }
