@@ -4,7 +4,10 @@
 // The contract every backend keeps:
 //
 //   - the prompt goes to the child on stdin, which is then closed (an open,
-//     silent stdin makes some CLIs wait or block);
+//     silent stdin makes some CLIs wait or block); the child of a CLI
+//     that reads its whole prompt before it acts (PromptFirst) may start
+//     before its prompt is known and be given it later (Hold), or be
+//     killed unprompted;
 //   - the child runs in its own process group, contained (through package
 //     proc, Cmd.Contain): when Run returns, the child and everything it
 //     spawned are gone, what left its group (setsid, a daemon) too, and
@@ -78,6 +81,10 @@ type Request struct {
 	// settings: they come after ralph's own, before the prompt when the
 	// prompt is an argument.
 	Args []string
+	// Hold, when set, starts the child before its prompt is known: it
+	// gets its prompt, with RawLog and OnStart, once the Hold gives them
+	// (see Hold). Only a PromptFirst backend takes one.
+	Hold *Hold
 }
 
 // EventKind names what an Event reports.

@@ -32,6 +32,7 @@ func Claude(bin string) Backend {
 
 type claudeBackend struct {
 	contained
+	promptFirst
 	bin  string
 	root bool
 	now  func() time.Time // resolves "resets 3pm" to a date

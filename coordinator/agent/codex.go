@@ -52,6 +52,7 @@ func Codex(bin string) Backend {
 
 type codexBackend struct {
 	contained
+	promptFirst
 	bin string
 	now func() time.Time // resolves "try again at 3:20 PM" to a date
 }

@@ -55,6 +55,7 @@ func Gemini(bin string) Backend {
 
 type geminiBackend struct {
 	contained
+	promptFirst
 	bin string
 	now func() time.Time
 }

@@ -53,6 +53,7 @@ func Opencode(bin string) Backend {
 
 type opencodeBackend struct {
 	contained
+	promptFirst
 	bin string
 	now func() time.Time // resolves reset times
 }

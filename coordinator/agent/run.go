@@ -203,7 +203,13 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 		return childEnd{exitCode: -1, stopped: KindInterrupted}, nil
 	}
 	c.Dir = req.Dir
-	c.Stdin = strings.NewReader(req.Prompt)
+	var held *heldInput
+	if req.Hold != nil {
+		held = newHeldInput()
+		c.Stdin = held
+	} else {
+		c.Stdin = strings.NewReader(req.Prompt)
+	}
 	c.Grace = req.Grace
 	// A process group is not a container: Claude Code's Bash tool runs
 	// each command in a session of its own, which a SIGKILLed claude (or
@@ -225,18 +231,10 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 	out := &activity{base: time.Now()}
 	stdout := &activityWriter{w: pw, a: out}
 	stderr := &tailBuffer{max: 8 << 10}
-	lr := &lineReader{raw: req.RawLog, sink: sink, a: out}
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		lr.read(pr)
-	}()
 
 	start := time.Now()
 	p, err := proc.Start(runCtx, c, stdout, stderr)
 	if err != nil {
-		pw.Close()
-		<-readDone
 		if ctx.Err() != nil {
 			// Stopped while it started (a supervisor takes a few
 			// milliseconds): an interruption, not a child that cannot run.
@@ -245,6 +243,23 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 		return childEnd{}, err
 	}
 	end := childEnd{pid: p.Pid()}
+	if held != nil {
+		g, ok := req.Hold.await(ctx)
+		if !ok {
+			return letGo(p, held, pr, end), nil
+		}
+		req.Prompt, req.RawLog, req.OnStart = g.Prompt, g.RawLog, g.OnStart
+		held.give(g.Prompt)
+		// The child's time, and the watchdog's, run from its prompt.
+		start = time.Now()
+		out.touch()
+	}
+	lr := &lineReader{raw: req.RawLog, sink: sink, a: out}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		lr.read(pr)
+	}()
 	if req.OnStart != nil {
 		req.OnStart(p.Pid())
 	}
@@ -260,6 +275,20 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 	pw.Close()
 	<-readDone
 	return end, nil
+}
+
+// letGo kills a held child that its caller let go before giving it its
+// prompt: at once, since it has done nothing yet. Its output, which no
+// one reads, is cut off first so that the copy of it ends; its stdin ends
+// only once it runs no more, so that it never reads an end of file as an
+// empty prompt.
+func letGo(p *proc.Process, held *heldInput, pr *io.PipeReader, end childEnd) childEnd {
+	pr.CloseWithError(errNotGiven)
+	p.Kill()
+	held.drop()
+	_ = p.Wait(time.Second)
+	end.exitCode, end.stopped = -1, KindInterrupted
+	return end
 }
 
 // waitChild waits for p to exit, and stops it (through stop) when ctx is

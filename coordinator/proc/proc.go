@@ -379,7 +379,7 @@ func (p *Process) Wait(timeout time.Duration) error {
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
-		p.kill()
+		p.Kill()
 		<-p.done
 		return fmt.Errorf("%s: still running after %s; killed", p.name(), timeout)
 	}
@@ -389,8 +389,11 @@ func (p *Process) Wait(timeout time.Duration) error {
 	return p.err
 }
 
-// kill kills the child and everything it started, at once.
-func (p *Process) kill() {
+// Kill kills the child and everything it started, at once, and returns
+// once the child runs no more: a contained child's supervisor has reported
+// its end (or was killed itself, after sweepLimit); another child's group
+// has been sent SIGKILL, which no code of theirs outlives. Done follows.
+func (p *Process) Kill() {
 	if p.sup != nil {
 		p.sup.killAll(p.done)
 		return

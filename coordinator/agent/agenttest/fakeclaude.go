@@ -32,6 +32,10 @@
 //	FAKE_CLAUDE_RECORD  a file to write what the fake was given (see Record)
 //	FAKE_CLAUDE_PIDFILE a file to write the pids of the fake and of any
 //	                    grandchild it starts, one a line
+//	FAKE_CLAUDE_JOURNAL a file to append a line to as the fake comes up,
+//	                    before it reads stdin, and once it has read it
+//	                    (see Journal)
+//	FAKE_CLAUDE_DEAF    "1": ignore SIGINT from the start, before stdin
 //
 // Register it in a test binary's TestMain (or in testscript.Main as
 // "claude") and point the code under test at the test binary.
@@ -40,8 +44,10 @@ package agenttest
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strconv"
@@ -129,10 +135,20 @@ func FakeClaudeMain() int {
 		fmt.Fprintln(os.Stderr, msg)
 		return 1
 	}
+	if os.Getenv("FAKE_CLAUDE_DEAF") == "1" {
+		signal.Ignore(syscall.SIGINT)
+	}
+	journal := os.Getenv("FAKE_CLAUDE_JOURNAL")
+	if journal != "" {
+		appendLine(journal, journalLine(JournalUp))
+	}
 	prompt := lastPositional(args)
 	if prompt == "" {
 		data, _ := io.ReadAll(os.Stdin)
 		prompt = string(data)
+	}
+	if journal != "" {
+		appendLine(journal, journalLine(JournalPrompt))
 	}
 	if rec := os.Getenv("FAKE_CLAUDE_RECORD"); rec != "" {
 		dir, _ := os.Getwd()
@@ -172,6 +188,87 @@ func FakeClaudeMain() int {
 		script = strings.NewReader(strings.ReplaceAll(string(data), `"model":"claude-fake-1"`, `"model":"`+m+`"`))
 	}
 	return Replay(script, os.Stdout, os.Stderr)
+}
+
+// Moment is when a fake claude notes a JournalEntry.
+type Moment string
+
+// The moments of a journal.
+const (
+	JournalUp     Moment = "up"     // it runs, and has not read stdin yet
+	JournalPrompt Moment = "prompt" // it has read its prompt
+)
+
+// JournalEntry is one line of a fake claude's journal (FAKE_CLAUDE_JOURNAL):
+// a moment of the fake's, and the tasks its working directory's
+// RALPH_TASKS.md had done and in progress then.
+type JournalEntry struct {
+	Moment Moment   `json:"moment"`
+	PID    int      `json:"pid"`
+	Done   []string `json:"done"`  // the ids of the "- [x]" tasks
+	Doing  []string `json:"doing"` // the ids of the "- [/]" tasks
+}
+
+// journalLine is the journal's line for the moment m, now.
+func journalLine(m Moment) string {
+	e := JournalEntry{Moment: m, PID: os.Getpid()}
+	data, _ := os.ReadFile("RALPH_TASKS.md")
+	for _, line := range strings.Split(string(data), "\n") {
+		id, _, _ := strings.Cut(line[min(len(line), 6):], ":")
+		switch {
+		case strings.HasPrefix(line, "- [x] "):
+			e.Done = append(e.Done, id)
+		case strings.HasPrefix(line, "- [/] "):
+			e.Doing = append(e.Doing, id)
+		}
+	}
+	out, _ := json.Marshal(e)
+	return string(out)
+}
+
+// AwaitJournal waits, at most limit, until the journal at path has n
+// entries of the moment m, and returns it whole.
+func AwaitJournal(path string, m Moment, n int, limit time.Duration) ([]JournalEntry, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		j, err := ReadJournal(path)
+		if err != nil {
+			return nil, err
+		}
+		seen := 0
+		for _, e := range j {
+			if e.Moment == m {
+				seen++
+			}
+		}
+		if seen >= n {
+			return j, nil
+		}
+		if time.Now().After(deadline) {
+			return j, fmt.Errorf("%s: %d of %d %q entries after %s", path, seen, n, m, limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ReadJournal reads a fake claude's journal.
+func ReadJournal(path string) ([]JournalEntry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var out []JournalEntry
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		var e JournalEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // checkArgs refuses what the real CLI refuses (messages as 2.1.330 prints
