@@ -159,6 +159,7 @@ func (c *Coordinator) startedEvent(task *mdstate.Item, open int) {
 	if c.opts.TaskID != "" {
 		doneInRun, open = 0, 1 // a --task run has one task
 	}
+	c.runnable = open
 	c.emit(Event{Kind: EventTaskStarted, Iteration: s.Iteration, Task: task.ID, Title: task.Title,
 		Position: doneInRun + 1, Total: doneInRun + open})
 }

@@ -57,6 +57,21 @@ type attempt struct {
 // agent hands back, its events included, is agent text (cleanResult).
 func runAgent(ctx context.Context, o Options, req request) (attempt, error) {
 	red := o.redactor()
+	raw, err := req.rawLog(o, red)
+	if err != nil {
+		return attempt{}, err
+	}
+	defer raw.Close() // a failure is told through onFail
+	start := o.Now()
+	ar := agentRequest(o, req)
+	ar.Prompt, ar.RawLog, ar.OnStart = req.Prompt, raw, req.OnStart
+	res, runErr := o.Agent.Run(ctx, ar, req.events(red))
+	return ended(ctx, o, red, res, runErr, start), nil
+}
+
+// rawLog is the log of req's agent: the one opened ahead, or one opened
+// now. A failure to write it is told through req.OnNotice.
+func (req request) rawLog(o Options, red *redactor) (*agentLog, error) {
 	var raw *agentLog
 	var err error
 	if req.Log != nil {
@@ -65,26 +80,39 @@ func runAgent(ctx context.Context, o Options, req request) (attempt, error) {
 		raw, err = openLog(o.Root, req.LogName, o.Resources, red, req.Logs)
 	}
 	if err != nil {
-		return attempt{}, err
+		return nil, err
 	}
 	if req.OnNotice != nil {
 		raw.onFail = func(err error) { req.OnNotice(logFailedNotice(req.LogName, err)) }
 	}
-	defer raw.Close() // a failure is told through onFail
-	onEvent := req.OnEvent
-	if onEvent == nil {
-		onEvent = func(agent.Event) {}
+	return raw, nil
+}
+
+// events is where the agent's events go: req.OnEvent, cleaned.
+func (req request) events(red *redactor) func(agent.Event) {
+	if req.OnEvent == nil {
+		return func(agent.Event) {}
 	}
-	start := o.Now()
-	res, runErr := o.Agent.Run(ctx, agent.Request{
-		Prompt: req.Prompt, Dir: o.Root, Model: o.Model, Env: o.Env, RawLog: raw,
+	return func(ev agent.Event) { req.OnEvent(cleanEvent(ev, red)) }
+}
+
+// agentRequest is the agent's request for req, but for the prompt and
+// what goes with it (its log, OnStart): the same for a warm agent
+// (warm.go), which gets those later.
+func agentRequest(o Options, req request) agent.Request {
+	return agent.Request{
+		Dir: o.Root, Model: o.Model, Env: o.Env,
 		NoOutputTimeout: o.NoOutputTimeout, Timeout: o.IterationTimeout, Grace: o.Grace,
-		OnStart: req.OnStart, Mark: req.Mark, MaxTurns: o.MaxTurns, Permission: o.Permission, Resume: req.Resume,
-	}, func(ev agent.Event) { onEvent(cleanEvent(ev, red)) })
+		Mark: req.Mark, MaxTurns: o.MaxTurns, Permission: o.Permission, Resume: req.Resume,
+	}
+}
+
+// ended classifies the end of an agent run begun at start.
+func ended(ctx context.Context, o Options, red *redactor, res agent.Result, runErr error, start time.Time) attempt {
 	a := classify(ctx, cleanResult(res, red), runErr)
 	a.Note = cleanAgentText(a.Note, red) // a start error may quote the command line
 	a.Took = o.Now().Sub(start)
-	return a, nil
+	return a
 }
 
 // classify reads how an agent run ended.

@@ -205,6 +205,12 @@ type Coordinator struct {
 	// entry is the done iteration's progress entry while it waits to be
 	// appended beside the next agent's start (ahead.go).
 	entry *entryAhead
+	// warm is the next iteration's agent, started and held while ralph
+	// writes the last one's outcome (warm.go).
+	warm *warmAgent
+	// runnable is how many tasks a run could still do when this
+	// iteration began, its own included (startedEvent).
+	runnable int
 	// own is what ralph wrote in the state files this session (owned.go).
 	own ownEdits
 	// plan is what the last write of RALPH_TASKS.md found about them.

@@ -55,6 +55,8 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *be
 	if err != nil {
 		return "", err
 	}
+	// The next agent starts now if the run looks set to go on (warm.go).
+	c.warmNext(ctx, a)
 	// The last iteration's entry, appended beside this agent (ahead.go),
 	// is counted before ralph looks at what the agent changed; one the
 	// agent's change kept out goes in after the look.
@@ -82,7 +84,8 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *be
 	entry = redactEntry(entry, c.opts.redactor())
 	c.queueEntry(entry)
 	if c.ahead == nil {
-		// No agent starts next: the entry goes in now.
+		// No agent starts next: none is held, and the entry goes in now.
+		c.dropWarm()
 		if err := c.settleEntry(); err != nil {
 			return "", err
 		}
@@ -186,17 +189,20 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 	}
 	s := &c.session
 	if p := personCause(iterCtx); p != nil {
-		// Taken before the agent started: none is started.
+		// Taken before the agent started: none is started (a warm one is
+		// let go).
+		c.dropWarm()
 		return attempt{Outcome: OutcomeInterrupted, Taken: true, Note: "stopped: " + p.Error()}, nil
 	}
 	// The iteration's start (begin's save) is on disk before its agent
-	// starts; its flush went on while the prompt was built.
+	// starts, or before a warm one, started already, gets its prompt
+	// (warm.go); its flush went on while the prompt was built.
 	if err := c.p.Sync(); err != nil {
 		return attempt{}, err
 	}
 	// The last iteration's entry goes in beside this agent (ahead.go).
 	c.startEntry(cancel)
-	a, err := runAgent(iterCtx, c.opts, request{
+	req := request{
 		Prompt:   prompt,
 		LogName:  c.logName(id),
 		Log:      agentLog,
@@ -205,7 +211,14 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 		OnEvent:  c.forward(id, c.newSpending(), cancel),
 		OnNotice: func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) },
 		Logs:     &c.logs,
-	})
+	}
+	var a attempt
+	var err error
+	if w := c.takeWarm(); w != nil {
+		a, err = w.run(c.opts, req)
+	} else {
+		a, err = runAgent(iterCtx, c.opts, req)
+	}
 	if k := limitCause(iterCtx); k != "" {
 		c.pace.cut = k
 		if a.Outcome == OutcomeInterrupted {
@@ -227,7 +240,14 @@ func (c *Coordinator) logName(id string) string {
 // messages cancel (through stopIter) without ending the run. Its cancel
 // function also forgets it.
 func (c *Coordinator) iterationContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
-	iterCtx, cancel := context.WithCancelCause(ctx)
+	var iterCtx context.Context
+	var cancel context.CancelCauseFunc
+	if w := c.warm; w != nil {
+		// The warm agent runs under it already.
+		iterCtx, cancel = w.iterCtx, w.iterCancel
+	} else {
+		iterCtx, cancel = context.WithCancelCause(ctx)
+	}
 	c.ctl.Lock()
 	c.stopIter = cancel
 	c.ctl.Unlock()

@@ -47,6 +47,7 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 		_ = c.opts.Registry.Record(c.opts.Root, c.session.ID, c.opts.Now())
 	}()
 	out, err := c.loop(ctx)
+	c.dropWarm() // an error ended the loop while one was held
 	// An entry still queued (an error ended the loop before the next
 	// agent) goes in before the session's last write.
 	if serr := c.settleEntry(); err == nil {
@@ -147,6 +148,7 @@ func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 		// checks below were made before that write (ahead.go). A stop
 		// or a pause since takes it back, and is said below.
 		if c.ahead != nil && c.stopDue(ctx) {
+			c.dropWarm()
 			if err := c.settleEntry(); err != nil {
 				return Outcome{TasksDone: done}, err
 			}

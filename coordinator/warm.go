@@ -1,0 +1,155 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/agent"
+)
+
+// The next agent starts while ralph writes down the last one's outcome.
+// When an agent has completed its task and the run looks set to go on (the
+// checks mayBeginAhead makes, on what ralph knows without reading a file,
+// and a task left), the next agent's process is started at once, held
+// (agent.Hold): it gets its prompt on stdin only once its iteration's
+// begin is on disk and the prompt is built, exactly when a cold start
+// would have started it. An agent CLI takes longer to start (milliseconds
+// for a test's instant agent, a second or more for the real ones) than
+// ralph's bookkeeping between two agents, which is then off the path from
+// one agent's end to the next one's work (docs/benchmarks.md).
+//
+// Only a PromptFirst agent is started so: one whose child reads its whole
+// prompt before it does anything, so that an agent held, then let go, has
+// done nothing. An exec agent runs a person's program, which may act
+// before it reads its stdin: it always starts cold.
+//
+// A warm agent the run does not need (the outcome's write began no
+// iteration, a stop or a pause came first, an error ended the run) is
+// killed at once, before it had a prompt. One held longer than warmLimit
+// (a disk that took seconds to flush) is let go too, and the agent started
+// anew: Claude Code gives up on a stdin that brings nothing for 3 s. A
+// warm agent dies with ralph like any other: its supervisor kills it.
+
+// warmLimit is how long a warm agent may wait for its prompt.
+const warmLimit = time.Second
+
+// errNotNeeded lets a warm agent go.
+var errNotNeeded = errors.New("the next agent was not needed")
+
+// warmAgent is the next iteration's agent, started before its iteration
+// began and held until its prompt is given.
+type warmAgent struct {
+	// iterCtx is the context of the iteration the agent is for, which it
+	// runs under (iterationContext takes it); iterCancel cancels it.
+	iterCtx    context.Context
+	iterCancel context.CancelCauseFunc
+	letGoCause context.CancelCauseFunc // lets the agent go, not the iteration
+	hold       *agent.Hold
+	at         time.Time                         // when it was started
+	sink       atomic.Pointer[func(agent.Event)] // where its events go, once its prompt is given
+	ended      chan agentEnd
+}
+
+// agentEnd is what a warm agent's Run returned.
+type agentEnd struct {
+	res agent.Result
+	err error
+}
+
+// warmNext starts the next agent, held, when the outcome a looks set to
+// begin the next iteration in its write.
+func (c *Coordinator) warmNext(ctx context.Context, a attempt) {
+	if _, ok := c.opts.Agent.(agent.PromptFirst); !ok || !c.goesOn(ctx, a) {
+		return
+	}
+	iterCtx, iterCancel := context.WithCancelCause(ctx)
+	runCtx, letGo := context.WithCancelCause(iterCtx)
+	w := &warmAgent{iterCtx: iterCtx, iterCancel: iterCancel, letGoCause: letGo,
+		hold: agent.NewHold(), at: time.Now(), ended: make(chan agentEnd, 1)}
+	req := agentRequest(c.opts, request{Mark: sessionMark(c.opts.Root, c.session.ID)})
+	req.Hold = w.hold
+	go func() {
+		res, err := c.opts.Agent.Run(runCtx, req, w.event)
+		w.ended <- agentEnd{res, err}
+	}()
+	c.warm = w
+	if warmProbe != nil {
+		warmProbe()
+	}
+}
+
+// warmProbe, set by a test, is called once a warm agent is started,
+// before anything of the done iteration's outcome is written.
+var warmProbe func()
+
+// goesOn reports whether the run looks set to begin the next iteration in
+// the write of the outcome a: mayBeginAhead's checks that need no file
+// read, no limit reached, and a task left besides this one when it began.
+// A wrong guess costs a process started and killed.
+func (c *Coordinator) goesOn(ctx context.Context, a attempt) bool {
+	if a.Outcome != OutcomeDone || c.opts.Commit || c.opts.TaskID != "" || c.runnable < 2 {
+		return false
+	}
+	if ctx.Err() != nil || !c.pace.clear() || !c.session.WaitUntil.IsZero() {
+		return false
+	}
+	if paused, _ := c.pauseRequested(); paused {
+		return false
+	}
+	r, _ := c.limitReached()
+	return r == ""
+}
+
+// event passes an event of the agent on, once its prompt is given.
+func (w *warmAgent) event(ev agent.Event) {
+	if f := w.sink.Load(); f != nil {
+		(*f)(ev)
+	}
+}
+
+// run gives the warm agent req's prompt and waits for its end: runAgent
+// for an agent already started.
+func (w *warmAgent) run(o Options, req request) (attempt, error) {
+	red := o.redactor()
+	raw, err := req.rawLog(o, red)
+	if err != nil {
+		w.letGo()
+		return attempt{}, err
+	}
+	defer raw.Close() // a failure is told through onFail
+	events := req.events(red)
+	w.sink.Store(&events)
+	start := o.Now()
+	w.hold.Give(agent.Given{Prompt: req.Prompt, RawLog: raw, OnStart: req.OnStart})
+	e := <-w.ended
+	return ended(w.iterCtx, o, red, e.res, e.err, start), nil
+}
+
+// letGo kills the agent, which had no prompt, and waits for its end.
+func (w *warmAgent) letGo() {
+	w.letGoCause(errNotNeeded)
+	<-w.ended
+}
+
+// takeWarm hands the warm agent to the iteration about to start its
+// agent: nil when there is none, or it waited past warmLimit (let go).
+func (c *Coordinator) takeWarm() *warmAgent {
+	w := c.warm
+	c.warm = nil
+	if w != nil && time.Since(w.at) > warmLimit {
+		w.letGo()
+		return nil
+	}
+	return w
+}
+
+// dropWarm lets the warm agent go, if there is one: no iteration will
+// give it its prompt.
+func (c *Coordinator) dropWarm() {
+	if w := c.warm; w != nil {
+		c.warm = nil
+		w.letGo()
+	}
+}

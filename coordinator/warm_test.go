@@ -1,0 +1,159 @@
+package coordinator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
+)
+
+// warmOptions are fakeClaudeOptions for n tasks, with the fake's journal.
+func warmOptions(t *testing.T, n int) (opts Options, journal string) {
+	t.Helper()
+	opts, _ = fakeClaudeOptions(t, "")
+	if err := os.WriteFile(filepath.Join(opts.Root, "RALPH_TASKS.md"), []byte(tasksMD(n)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	journal = filepath.Join(t.TempDir(), "journal")
+	opts.Env = append(opts.Env, "FAKE_CLAUDE_JOURNAL="+journal)
+	opts.MaxIterations = 0
+	return opts, journal
+}
+
+// onWarm sets warmProbe to call f with the number of warm agents started
+// so far, once the last one is up (its journal says so).
+func onWarm(t *testing.T, journal string, f func(n int)) {
+	t.Helper()
+	n := 0
+	warmProbe = func() {
+		n++
+		// The first agent started cold: n warm ones make n+1.
+		if _, err := agenttest.AwaitJournal(journal, agenttest.JournalUp, n+1, 30*time.Second); err != nil {
+			t.Error(err)
+		}
+		f(n)
+	}
+	t.Cleanup(func() { warmProbe = nil })
+}
+
+// byPID is a journal's entries by process, in the order each came up.
+func byPID(t *testing.T, journal string) (pids []int, entries map[int][]agenttest.JournalEntry) {
+	t.Helper()
+	j, err := agenttest.ReadJournal(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries = map[int][]agenttest.JournalEntry{}
+	for _, e := range j {
+		if _, ok := entries[e.PID]; !ok {
+			pids = append(pids, e.PID)
+		}
+		entries[e.PID] = append(entries[e.PID], e)
+	}
+	return pids, entries
+}
+
+// checkGone checks that none of pids is alive.
+func checkGone(t *testing.T, pids []int) {
+	t.Helper()
+	var lines []string
+	for _, pid := range pids {
+		lines = append(lines, strconv.Itoa(pid))
+	}
+	path := filepath.Join(t.TempDir(), "pids")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkPidsGone(t, path)
+}
+
+// The agent of an iteration begun in the write of the last one's outcome
+// starts before that write (held there by the probe until it is up), and
+// reads its prompt only once its task is in progress in the file and the
+// last one's done.
+func TestWarmAgentUpBeforeItsIteration(t *testing.T) {
+	opts, journal := warmOptions(t, 3)
+	onWarm(t, journal, func(int) {})
+	co := newCoordinator(t, opts)
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopAllDone || out.TasksDone != 3 {
+		t.Fatalf("outcome %+v", out)
+	}
+	pids, entries := byPID(t, journal)
+	if len(pids) != 3 {
+		t.Fatalf("%d agents: %v", len(pids), entries)
+	}
+	for i, pid := range pids {
+		e := entries[pid]
+		if len(e) != 2 || e[0].Moment != agenttest.JournalUp || e[1].Moment != agenttest.JournalPrompt {
+			t.Fatalf("agent %d: %+v", i+1, e)
+		}
+		task := "T" + strconv.Itoa(i+1)
+		var before []string
+		for k := 1; k <= i; k++ {
+			before = append(before, "T"+strconv.Itoa(k))
+		}
+		if p := e[1]; !slices.Equal(p.Done, before) || !slices.Equal(p.Doing, []string{task}) {
+			t.Errorf("agent %d got its prompt with done %v, in progress %v; want %v and [%s]", i+1, p.Done, p.Doing, before, task)
+		}
+		if i == 0 {
+			continue
+		}
+		// Up while the last task was still in progress: before the write
+		// that began its own iteration.
+		if u := e[0]; len(u.Done) != i-1 || !slices.Equal(u.Doing, []string{"T" + strconv.Itoa(i)}) {
+			t.Errorf("warm agent %d came up with done %v, in progress %v", i+1, u.Done, u.Doing)
+		}
+	}
+	checkGone(t, pids)
+}
+
+// A warm agent the run does not need is killed before it reads a byte:
+// when a person's edit leaves no task for the next iteration, or the run
+// is stopped, before the outcome's write.
+func TestWarmAgentLetGo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		then func(t *testing.T, opts Options, stop context.CancelFunc)
+		want StopReason
+	}{
+		{"no task left", func(t *testing.T, opts Options, _ context.CancelFunc) {
+			path := filepath.Join(opts.Root, "RALPH_TASKS.md")
+			data, err := os.ReadFile(path)
+			if err == nil {
+				err = os.WriteFile(path, []byte(strings.Replace(string(data), "- [ ] T2", "- [-] T2", 1)), 0o644)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}, StopAllDone},
+		{"stopped", func(_ *testing.T, _ Options, stop context.CancelFunc) { stop() }, StopInterrupted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts, journal := warmOptions(t, 2)
+			ctx, stop := context.WithCancel(t.Context())
+			defer stop()
+			onWarm(t, journal, func(int) { tc.then(t, opts, stop) })
+			co := newCoordinator(t, opts)
+			out, _ := runAll(t, ctx, co)
+			if out.Reason != tc.want || out.TasksDone != 1 {
+				t.Fatalf("outcome %+v", out)
+			}
+			pids, entries := byPID(t, journal)
+			if len(pids) != 2 || len(entries[pids[1]]) != 1 || entries[pids[1]][0].Moment != agenttest.JournalUp {
+				t.Fatalf("journal %+v", entries)
+			}
+			checkGone(t, pids)
+			tasks, _, _ := loadState(t, opts.Root)
+			if t2 := tasks.Find("T2"); t2 == nil || t2.Status == "done" || t2.Status == "in_progress" {
+				t.Errorf("T2 %+v", t2)
+			}
+		})
+	}
+}
