@@ -157,3 +157,29 @@ func TestWarmAgentLetGo(t *testing.T) {
 		})
 	}
 }
+
+// A warm agent held past warmLimit (the outcome's write took that long)
+// is let go unprompted, and the iteration starts its agent anew: Claude
+// Code gives up on a stdin that brings nothing for 3 s.
+func TestWarmAgentHeldTooLong(t *testing.T) {
+	opts, journal := warmOptions(t, 2)
+	onWarm(t, journal, func(int) { time.Sleep(warmLimit + 200*time.Millisecond) })
+	co := newCoordinator(t, opts)
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopAllDone || out.TasksDone != 2 {
+		t.Fatalf("outcome %+v", out)
+	}
+	pids, entries := byPID(t, journal)
+	var got []int
+	for _, pid := range pids {
+		got = append(got, len(entries[pid]))
+	}
+	// The first agent, the warm one let go, the one started anew.
+	if !slices.Equal(got, []int{2, 1, 2}) {
+		t.Fatalf("journal %+v", entries)
+	}
+	if p := entries[pids[2]][1]; !slices.Equal(p.Done, []string{"T1"}) || !slices.Equal(p.Doing, []string{"T2"}) {
+		t.Errorf("the agent started anew got its prompt with done %v, in progress %v", p.Done, p.Doing)
+	}
+	checkGone(t, pids)
+}
