@@ -31,7 +31,9 @@ func run() int {
 	defer proc.Shutdown()
 	// Most commands live for milliseconds and allocate a few megabytes
 	// (parsing a 1,000-task file is about 3 MB): collecting garbage that
-	// often costs more than it saves. GOGC still overrides this.
+	// often costs more than it saves. The commands that run agents live
+	// long enough to collect at the default rate (cli's agentGCPercent).
+	// GOGC still overrides this.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}

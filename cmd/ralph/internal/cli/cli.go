@@ -286,6 +286,7 @@ IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			f.watchSignals(cmd)
+			f.collectForAgents(cmd)
 			return f.checkDir()
 		},
 	}

@@ -51,6 +51,9 @@ func signalCode(ctx context.Context, code int) int {
 // which loses nothing, since every write is atomic.
 const stopsOnSignals = "ralph/stops-on-signals"
 
+// runsAgents reports whether cmd is one of those.
+func runsAgents(cmd *cobra.Command) bool { return cmd.Annotations[stopsOnSignals] != "" }
+
 // stopOnSignalsFor marks cmd as one of those.
 func stopOnSignalsFor(cmd *cobra.Command) *cobra.Command {
 	if cmd.Annotations == nil {
@@ -70,7 +73,7 @@ func stopOnSignalsFor(cmd *cobra.Command) *cobra.Command {
 // ralph run) stays ignored. Later signals are ignored while the work stops
 // (bounded by the agent's grace).
 func (f *Factory) watchSignals(cmd *cobra.Command) {
-	if cmd.Annotations[stopsOnSignals] == "" || f.stopSignals != nil {
+	if !runsAgents(cmd) || f.stopSignals != nil {
 		return
 	}
 	ctx, cancel := context.WithCancelCause(cmd.Context())
