@@ -29,13 +29,11 @@ func run() int {
 	proc.Supervise(os.Args)
 	// The supervisors kept between agents end before ralph does.
 	defer proc.Shutdown()
-	// Most commands live for milliseconds and allocate a few megabytes
-	// (parsing a 1,000-task file is about 3 MB): collecting garbage that
-	// often costs more than it saves. The commands that run agents live
-	// long enough to collect at the default rate (cli's agentGCPercent).
-	// GOGC still overrides this.
+	// Most commands live for milliseconds: collected at a fifth of the
+	// default rate (cli.GCPercent; the commands that run agents follow
+	// their live heap, cli's collectForAgents). GOGC still overrides this.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+		debug.SetGCPercent(cli.GCPercent)
 	}
 	env, err := cli.EnvFromOS()
 	if err != nil {
