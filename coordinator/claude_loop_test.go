@@ -42,9 +42,19 @@ func checkPidsGone(t *testing.T, pidfile string) {
 	if err != nil {
 		t.Fatalf("the fake wrote no pids: %v", err)
 	}
+	var pids []int
 	for _, f := range strings.Fields(string(data)) {
 		pid, _ := strconv.Atoi(f)
-		stat, err := os.ReadFile("/proc/" + f + "/stat")
+		pids = append(pids, pid)
+	}
+	checkGone(t, pids)
+}
+
+// checkGone checks that none of pids is alive, and kills any that is.
+func checkGone(t *testing.T, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
 			continue
 		}

@@ -61,20 +61,6 @@ func byPID(t *testing.T, journal string) (pids []int, entries map[int][]agenttes
 	return pids, entries
 }
 
-// checkGone checks that none of pids is alive.
-func checkGone(t *testing.T, pids []int) {
-	t.Helper()
-	var lines []string
-	for _, pid := range pids {
-		lines = append(lines, strconv.Itoa(pid))
-	}
-	path := filepath.Join(t.TempDir(), "pids")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	checkPidsGone(t, path)
-}
-
 // The agent of an iteration begun in the write of the last one's outcome
 // starts before that write (held there by the probe until it is up), and
 // reads its prompt only once its task is in progress in the file and the
