@@ -63,19 +63,28 @@ type beganAhead struct {
 // picks a task and begins it, but for those the write makes itself (the
 // limits, with the iteration counted; the pick, on the file it writes).
 func (c *Coordinator) mayBeginAhead(ctx context.Context, a attempt, d *decision) bool {
-	if a.Outcome != OutcomeDone || d.status != mdstate.Done || c.opts.Commit || c.opts.TaskID != "" {
-		return false
-	}
-	if ctx.Err() != nil || !c.pace.clear() || !c.session.WaitUntil.IsZero() {
-		return false
-	}
-	if paused, _ := c.pauseRequested(); paused {
+	if a.Outcome != OutcomeDone || d.status != mdstate.Done || !c.nothingDue(ctx) {
 		return false
 	}
 	if r, _ := c.lowDisk(); r != "" {
 		return false
 	}
 	return c.preflight() == nil
+}
+
+// nothingDue reports whether, after a completed task, the next iteration
+// would follow at once as far as ralph knows without reading a file: a
+// run of all tasks, with no commit owed, not stopped or paused, and no
+// backoff, retry, wait or cut limit due.
+func (c *Coordinator) nothingDue(ctx context.Context) bool {
+	if c.opts.Commit || c.opts.TaskID != "" || ctx.Err() != nil {
+		return false
+	}
+	if !c.pace.clear() || !c.session.WaitUntil.IsZero() {
+		return false
+	}
+	paused, _ := c.pauseRequested()
+	return !paused
 }
 
 // clear reports whether nothing is due before the next iteration: no

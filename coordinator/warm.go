@@ -86,16 +86,10 @@ var warmProbe func()
 
 // goesOn reports whether the run looks set to begin the next iteration in
 // the write of the outcome a: mayBeginAhead's checks that need no file
-// read, no limit reached, and a task left besides this one when it began.
-// A wrong guess costs a process started and killed.
+// read (nothingDue), no limit reached, and a task left besides this one
+// when it began. A wrong guess costs a process started and killed.
 func (c *Coordinator) goesOn(ctx context.Context, a attempt) bool {
-	if a.Outcome != OutcomeDone || c.opts.Commit || c.opts.TaskID != "" || c.runnable < 2 {
-		return false
-	}
-	if ctx.Err() != nil || !c.pace.clear() || !c.session.WaitUntil.IsZero() {
-		return false
-	}
-	if paused, _ := c.pauseRequested(); paused {
+	if a.Outcome != OutcomeDone || c.runnable < 2 || !c.nothingDue(ctx) {
 		return false
 	}
 	r, _ := c.limitReached()
