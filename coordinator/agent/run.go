@@ -352,7 +352,9 @@ type lineReader struct {
 
 func (lr *lineReader) read(r io.Reader) {
 	raw, sink := lr.raw, lr.sink
-	buf := make([]byte, 64<<10)
+	bufp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bufp)
+	buf := *bufp
 	var line []byte
 	skipping := false
 	for {
@@ -404,6 +406,14 @@ func (lr *lineReader) read(r io.Reader) {
 		sink.line(line)
 	}
 }
+
+// readBufs holds the buffers lineReader reads a child's output into: one
+// allocated for every agent was a fifth of what ralph allocated an
+// iteration of a run of short agents (issue 14).
+var readBufs = sync.Pool{New: func() any {
+	b := make([]byte, 64<<10)
+	return &b
+}}
 
 // appendDoubling appends like append, but grows by doubling (up to
 // maxLine) where append grows big slices by a quarter: for a line near the

@@ -79,10 +79,26 @@ func (x *childIO) out(w io.Writer) (*os.File, error) {
 	}
 	x.owned, x.ends = append(x.owned, pw), append(x.ends, pr)
 	x.output = append(x.output, func() {
-		_, _ = io.Copy(w, pr)
+		buf := copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(buf)
+		// Through buf: the pipe's own WriteTo would allocate a buffer
+		// of its own on every copy.
+		_, _ = io.CopyBuffer(w, readerOnly{pr}, *buf)
 	})
 	return pw, nil
 }
+
+// copyBufs holds the buffers the output copies go through: a child's
+// output copy allocated 32 KiB each before, which a run of short agents
+// made a third of what ralph allocated an iteration (issue 14).
+var copyBufs = sync.Pool{New: func() any {
+	b := make([]byte, 32<<10)
+	return &b
+}}
+
+// readerOnly hides every method of an io.Reader but Read, so that
+// io.CopyBuffer uses the buffer it is given.
+type readerOnly struct{ io.Reader }
 
 // null opens the null device for the child.
 func (x *childIO) null() (*os.File, error) {
