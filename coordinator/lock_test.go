@@ -30,7 +30,7 @@ const holdLockEnv = "RALPH_TEST_HOLD_LOCK"
 
 func TestMain(m *testing.M) {
 	// The agents' supervisor first, like ralph's main (proc.Supervise).
-	proc.Supervise(os.Args)
+	proc.Supervise()
 	// With RALPH_FAKE_CLAUDE=1 the test binary is a fake claude, for the
 	// loop's tests through the real claude backend (claude_loop_test.go).
 	if os.Getenv("RALPH_FAKE_CLAUDE") == "1" {

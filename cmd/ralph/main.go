@@ -26,7 +26,7 @@ func run() int {
 	// ralph re-executes itself as the supervisor of every agent it starts
 	// (coordinator/proc): such a process is nothing else, and never
 	// returns from here.
-	proc.Supervise(os.Args)
+	proc.Supervise()
 	// The supervisors kept between agents end before ralph does.
 	defer proc.Shutdown()
 	// Most commands live for milliseconds: collected at a fifth of the

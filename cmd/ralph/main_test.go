@@ -30,7 +30,7 @@ import (
 func TestMain(m *testing.M) {
 	// The agents' supervisor first, like run (proc.Supervise); the copy
 	// named "ralph" gets there through run.
-	proc.Supervise(os.Args)
+	proc.Supervise()
 	if strings.HasSuffix(filepath.Base(os.Args[0]), ".test") {
 		isolateUserFolders()
 	}

@@ -134,3 +134,39 @@ func BenchmarkStopLatency(b *testing.B) {
 	b.ReportMetric(float64(lats[len(lats)/2].Microseconds())/1000, "median-ms")
 	b.ReportMetric(float64(lats[len(lats)-1].Microseconds())/1000, "max-ms")
 }
+
+// BenchmarkSupervisorStart times how long a supervisor takes to come up,
+// which the first agent of every run waits for: ralph started as proc
+// starts its supervisors (their argument, GOMAXPROCS=1), and ended as
+// soon as it finds no socket from ralph, so from exec to the supervisor's
+// first step. `ralph --version`, a command's start through cobra, runs
+// beside it in turns. Reports the median of each.
+func BenchmarkSupervisorStart(b *testing.B) {
+	bin := buildRalph(b)
+	env := append(os.Environ(), "GOMAXPROCS=1")
+	var sup, version []time.Duration
+	// timed runs ralph with args, which must exit with code want.
+	timed := func(want int, args ...string) time.Duration {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		start := time.Now()
+		err := cmd.Run()
+		took := time.Since(start)
+		if code := cmd.ProcessState.ExitCode(); code != want {
+			b.Fatalf("ralph %s: exit %d (%v), want %d", strings.Join(args, " "), code, err, want)
+		}
+		return took
+	}
+	for b.Loop() {
+		// Without ralph's socket a supervisor refuses to serve: exit 2.
+		sup = append(sup, timed(2, proc.SuperviseArg))
+		version = append(version, timed(0, "--version"))
+	}
+	for _, m := range []struct {
+		name  string
+		times []time.Duration
+	}{{"supervisor-ms", sup}, {"version-ms", version}} {
+		slices.Sort(m.times)
+		b.ReportMetric(float64(m.times[len(m.times)/2].Microseconds())/1000, m.name)
+	}
+}

@@ -22,7 +22,7 @@ import (
 // it runs agenttest.FakeClaudeMain instead of the tests. It is the
 // agents' supervisor first, like ralph's main (proc.Supervise).
 func TestMain(m *testing.M) {
-	proc.Supervise(os.Args)
+	proc.Supervise()
 	if os.Getenv("RALPH_FAKE_CLAUDE") == "1" {
 		os.Exit(agenttest.FakeClaudeMain())
 	}

@@ -16,7 +16,7 @@ import (
 
 func TestMain(m *testing.M) {
 	// Version runs its child contained: this binary is the supervisor.
-	proc.Supervise(os.Args)
+	proc.Supervise()
 	os.Exit(m.Run())
 }
 

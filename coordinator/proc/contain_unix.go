@@ -158,9 +158,14 @@ func spawnServer() (*server, error) {
 	cmd := exec.Command(self)
 	// argv[0] stays this program's own: testscript picks the command a
 	// test binary plays by it.
-	cmd.Args = []string{os.Args[0], superviseArg}
+	cmd.Args = []string{os.Args[0], SuperviseArg}
 	cmd.ExtraFiles = []*os.File{theirs} // socketFD
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The supervisor runs on one thread (supervise): set from its start,
+	// the runtime makes one P instead of resizing to one, a stop of the
+	// world that was 5 % of a supervisor's start. Its children never see
+	// this: each gets the environment its start order carries.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	err = cmd.Start()
 	theirs.Close()
 	if err != nil {

@@ -344,7 +344,7 @@ func TestDoneAndExitCode(t *testing.T) {
 // the two sides of TestChildrenHearInterruptThoughRalphIgnoresIt. It is a
 // supervisor first, like ralph's main.
 func TestMain(m *testing.M) {
-	Supervise(os.Args)
+	Supervise()
 	if os.Getenv("RALPH_PROC_HELPER") == "contained" {
 		containedParent()
 	}

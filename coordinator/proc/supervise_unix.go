@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// The supervisor's side: this program re-executed with superviseArg and
+// The supervisor's side: this program re-executed with SuperviseArg and
 // ralph's end of a socket pair as descriptor 3. It runs ralph's contained
 // children one at a time, for as long as ralph keeps the socket open.
 
@@ -25,18 +25,19 @@ const socketFD = 3
 // it died), a SIGTERM, or a child it could not finish with; then it exits.
 func supervise(args []string) int {
 	if len(args) > 0 {
-		fmt.Fprintln(os.Stderr, "ralph: "+superviseArg+" is ralph's own supervisor mode, not a command")
+		fmt.Fprintln(os.Stderr, "ralph: "+SuperviseArg+" is ralph's own supervisor mode, not a command")
 		return 2
 	}
 	// One thread runs its goroutines: each hands work to the next (an
 	// order, the child's end, a report), and with a second thread every
 	// handoff woke it: 64 context switches an agent, 26 on one thread,
 	// where a switch can cost tens of microseconds (issue 14). A blocking
-	// call (wait4) still gets a thread of its own.
+	// call (wait4) still gets a thread of its own. ralph starts it with
+	// GOMAXPROCS=1, which makes this a no-op.
 	runtime.GOMAXPROCS(1)
 	conn, err := supervisorConn()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "ralph: "+superviseArg+": "+err.Error())
+		fmt.Fprintln(os.Stderr, "ralph: "+SuperviseArg+": "+err.Error())
 		return 2
 	}
 	// Without a subreaper (not Linux, or a kernel before 3.4) the sweep
