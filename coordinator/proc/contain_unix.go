@@ -307,7 +307,7 @@ func startOrder(c Cmd, path string) order {
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	return order{Kind: orderStart, Path: path, Argv: append([]string{c.Name}, c.Args...), Env: env, Dir: dir}
+	return order{Kind: orderStart, Path: path, Argv: append([]string{c.Name}, c.Args...), Env: env, Dir: dir, Slack: startSlack()}
 }
 
 // lastWins is env with each variable once, at its last value, as os/exec

@@ -135,11 +135,15 @@ func (s *supervisorProc) run(o received) bool {
 		closeFDs(o.fds)
 		return s.send(report{Kind: reportStarted, Error: fmt.Sprintf("a start order with %d descriptors and %d arguments", len(o.fds), len(o.Argv))})
 	}
-	pid, err := syscall.ForkExec(o.Path, o.Argv, &syscall.ProcAttr{
-		Dir:   o.Dir,
-		Env:   o.Env,
-		Files: []uintptr{uintptr(o.fds[0]), uintptr(o.fds[1]), uintptr(o.fds[2])},
-		Sys:   childAttr(),
+	var pid int
+	var err error
+	withSlack(o.Slack, func() {
+		pid, err = syscall.ForkExec(o.Path, o.Argv, &syscall.ProcAttr{
+			Dir:   o.Dir,
+			Env:   o.Env,
+			Files: []uintptr{uintptr(o.fds[0]), uintptr(o.fds[1]), uintptr(o.fds[2])},
+			Sys:   childAttr(),
+		})
 	})
 	// The child alone holds its stdin now: when it stops reading, ralph's
 	// writer hears so at once.

@@ -36,6 +36,9 @@ type order struct {
 	Env  []string  `json:"env,omitempty"`
 	Dir  string    `json:"dir,omitempty"`
 	PID  int       `json:"pid,omitempty"` // the child a kill is for
+	// Slack is the timer slack the child starts with, in nanoseconds;
+	// 0 leaves it the supervisor's (proc.RelaxTimers).
+	Slack uint64 `json:"slack,omitempty"`
 }
 
 // reportKind is what a supervisor tells ralph.

@@ -287,6 +287,7 @@ IS_SANDBOX=1 as root); each run shows the mode first. See 'ralph run --help'.`,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			f.watchSignals(cmd)
 			f.collectForAgents(cmd)
+			f.relaxTimers(cmd)
 			return f.checkDir()
 		},
 	}

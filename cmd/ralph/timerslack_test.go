@@ -1,0 +1,91 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestRunRelaxesOnlyItsOwnTimers runs the real ralph (static, as
+// installed) from a thread whose timer slack is unusual, 70 µs: ralph's
+// own threads then have 1 ms (agentTimerSlack in package cli), which the
+// git it starts inherits, while the agent, started through a supervisor,
+// has the 70 µs ralph was started with.
+func TestRunRelaxesOnlyItsOwnTimers(t *testing.T) {
+	const started = "70000"
+	bin := buildRalph(t)
+	project := agentDir{t: t, dir: t.TempDir()}
+	project.write("RALPH_TASKS.md", "# Tasks\n\n- [ ] T1: Note the timer slack\n")
+	project.write("agent.sh", "cat > /dev/null\ncat /proc/self/timerslack_ns > agent-slack\necho '<promise>COMPLETE</promise>'\n")
+
+	// A git first on PATH notes the slack of whatever ralph starts
+	// directly, then is the real one.
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err) // CI installs git
+	}
+	bin2 := t.TempDir()
+	gitSlack := filepath.Join(t.TempDir(), "git-slack")
+	script := "#!/bin/sh\ncat /proc/self/timerslack_ns >> '" + gitSlack + "'\nexec '" + realGit + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin2, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "HOME="+t.TempDir(), "PATH="+bin2+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "start"}} {
+		git := exec.Command(realGit, args...)
+		git.Dir, git.Env = project.dir, env
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+
+	run := exec.Command(bin, "run", "--agent", "exec", "--agent-cmd", "sh agent.sh")
+	run.Dir, run.Env = project.dir, env
+	if out, err := startedWithSlack(t, run, started); err != nil {
+		t.Fatalf("ralph run: %v\n%s", err, out)
+	}
+
+	if got := strings.TrimSpace(project.read("agent-slack")); got != started {
+		t.Errorf("the agent's timer slack is %s ns, want %s, the one ralph started with", got, started)
+	}
+	data, err := os.ReadFile(gitSlack)
+	if err != nil {
+		t.Fatalf("ralph started no git: %v", err)
+	}
+	for _, got := range strings.Fields(string(data)) {
+		if got != "1000000" {
+			t.Errorf("a git ralph started has a timer slack of %s ns, want 1000000, ralph's own", got)
+		}
+	}
+}
+
+// startedWithSlack runs cmd, started from a thread whose timer slack is
+// slack (ns), which a process inherits from the thread that forks it.
+func startedWithSlack(t *testing.T, cmd *exec.Cmd, slack string) ([]byte, error) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(slack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(n), 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
+	return cmd.CombinedOutput()
+}
