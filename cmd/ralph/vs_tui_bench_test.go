@@ -10,12 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ralph-dev/ralph/coordinator/proc"
 )
@@ -109,7 +112,10 @@ const (
 //   - per-iteration-10-50: what one more iteration costs, less the
 //     agent's own time: a run of 50 tasks and one of 10, one after the
 //     other, the difference divided by 40 (the start and end, the same
-//     in both, cancel out), the median over the pairs (per-iteration-ms).
+//     in both, cancel out), the median over the pairs (per-iteration-ms);
+//     and the same difference of the coordinator's own CPU, its process
+//     alone without the agents' (cpu-per-iteration-ms: a figure that
+//     moves less with the machine than wall time does).
 //
 // Each reports per side the median, min and max wall time (ms-median …),
 // the peak RSS, the ratios of ralph-tui's median to ralph's, and the load
@@ -265,7 +271,9 @@ func (h *vsHarness) benchRun(b *testing.B, n int, overhead bool) {
 
 // benchSlope times, for each side in turn, a run of vsSlopeFrom tasks and
 // one of vsOverheadTasks, and reports the median of what the longer one
-// took more per extra task, less the agent's own time.
+// took more per extra task, less the agent's own time; and the median of
+// what it took more of the coordinator's own CPU per extra task (its
+// process alone, not the agents': ownCPU).
 func (h *vsHarness) benchSlope(b *testing.B) {
 	short, long := vsSlopeFrom, vsOverheadTasks
 	dirs := make([]string, len(h.sides))
@@ -274,12 +282,14 @@ func (h *vsHarness) benchSlope(b *testing.B) {
 		h.runAll(b, s, dirs[i], short)
 	}
 	slopes := make([][]time.Duration, len(h.sides))
+	cpuSlopes := make([][]time.Duration, len(h.sides))
 	var agent []time.Duration
 	for i := 0; b.Loop(); i++ {
 		for _, j := range vsOrder(len(h.sides), i) {
-			a := h.runAll(b, h.sides[j], dirs[j], short)
-			z := h.runAll(b, h.sides[j], dirs[j], long)
+			a, aCPU := h.runAllCPU(b, h.sides[j], dirs[j], short)
+			z, zCPU := h.runAllCPU(b, h.sides[j], dirs[j], long)
 			slopes[j] = append(slopes[j], (z-a)/time.Duration(long-short))
+			cpuSlopes[j] = append(cpuSlopes[j], (zCPU-aCPU)/time.Duration(long-short))
 		}
 		b.StopTimer()
 		for range vsAgentRuns {
@@ -295,6 +305,9 @@ func (h *vsHarness) benchSlope(b *testing.B) {
 		b.ReportMetric(vsMS(per[i]), h.sides[i].name()+"-per-iteration-ms")
 		b.ReportMetric(vsMS(sl[0]-own), h.sides[i].name()+"-per-iteration-min-ms")
 		b.ReportMetric(vsMS(sl[len(sl)-1]-own), h.sides[i].name()+"-per-iteration-max-ms")
+		cpu := cpuSlopes[i]
+		slices.Sort(cpu)
+		b.ReportMetric(vsMS(cpu[len(cpu)/2]), h.sides[i].name()+"-cpu-per-iteration-ms")
 	}
 	if tui := len(h.sides) - 1; h.tuiErr == nil {
 		for i := range tui {
@@ -308,19 +321,98 @@ func (h *vsHarness) benchSlope(b *testing.B) {
 // them (timed) and checks that all n are done, exit 0. It returns the
 // run's wall time.
 func (h *vsHarness) runAll(b *testing.B, s contender, dir string, n int) time.Duration {
+	wall, _ := h.runAllWith(b, s, dir, n, func(b *testing.B, s contender, dir string, args []string) (proc.Result, time.Duration) {
+		return h.run(b, s, dir, args), 0
+	})
+	return wall
+}
+
+// runAllCPU is runAll that also returns the CPU time of the side's own
+// process (ownCPU).
+func (h *vsHarness) runAllCPU(b *testing.B, s contender, dir string, n int) (wall, cpu time.Duration) {
+	return h.runAllWith(b, s, dir, n, h.ownCPU)
+}
+
+// runAllWith is runAll with run as the way to run the side; it returns
+// the run's wall time and what run says of its CPU.
+func (h *vsHarness) runAllWith(b *testing.B, s contender, dir string, n int, run func(*testing.B, contender, string, []string) (proc.Result, time.Duration)) (time.Duration, time.Duration) {
 	b.StopTimer()
 	if err := s.writeProject(dir, n); err != nil {
 		b.Fatal(err)
 	}
 	b.StartTimer()
-	res := h.run(b, s, dir, s.runArgs(n))
+	res, cpu := run(b, s, dir, s.runArgs(n))
 	b.StopTimer()
 	defer b.StartTimer()
 	if res.ExitCode != 0 {
 		b.Fatalf("%s run: exit %d\n%s\n%s", s.name(), res.ExitCode, vsTail(res.Stdout), vsTail(res.Stderr))
 	}
 	h.checkDone(b, s, dir, n)
-	return res.Wall
+	return res.Wall, cpu
+}
+
+// ownCPU runs side s with args in dir as run does, and also returns the
+// CPU time (user and system) of its own process, every thread of it,
+// without its children's: read from /proc/<pid>/stat once it has exited
+// and before it is reaped (waitid with WNOWAIT). The kernel counts it in
+// clock ticks (10 ms), so a figure per iteration is a difference of two
+// runs over many iterations.
+func (h *vsHarness) ownCPU(b *testing.B, s contender, dir string, args []string) (proc.Result, time.Duration) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(b.Context(), vsRunTimeout)
+	defer cancel()
+	name, argv := s.command(args)
+	cmd := exec.CommandContext(ctx, name, argv...)
+	cmd.Dir, cmd.Env = dir, h.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("%s %s: %v", s.name(), strings.Join(args, " "), err)
+	}
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EINTR) {
+			b.Fatalf("%s: waitid: %v", s.name(), err)
+		}
+	}
+	wall := time.Since(start)
+	cpu, err := procCPU(cmd.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = cmd.Wait() // the exit code is the caller's to judge
+	res := proc.Result{ExitCode: cmd.ProcessState.ExitCode(), Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Wall: wall}
+	return res, cpu
+}
+
+// procCPU is the user and system time of process pid, every thread of
+// it, from /proc/<pid>/stat (utime and stime, in clock ticks, which are
+// hundredths of a second on Linux).
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces): utime and
+	// stime are the 12th and 13th.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("unreadable /proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // run runs side s with args in dir and returns how it went; only failing
