@@ -24,8 +24,8 @@ func main() {
 
 func run() int {
 	// ralph re-executes itself as the supervisor of every agent it starts
-	// (coordinator/proc): such a process is nothing else, and never
-	// returns from here.
+	// (coordinator/proc): such a process is nothing else, and never gets
+	// here (proc's init runs it).
 	proc.Supervise()
 	// The supervisors kept between agents end before ralph does.
 	defer proc.Shutdown()

@@ -20,8 +20,10 @@
 // or double-fork to leave its group (a SIGKILLed claude left a `python3 …
 // sleep` of its Bash tool running 16 s after the next run had recovered).
 // A child started with Cmd.Contain runs under a supervisor: ralph's own
-// program, re-executed in a hidden mode (Supervise, which main and every
-// TestMain call first), which talks with ralph over a unix socket pair
+// program, re-executed in a hidden mode (enabled by Supervise, which main
+// and every TestMain call first; run by this package's init, before the
+// packages a supervisor does not use initialise), which talks with ralph
+// over a unix socket pair
 // that only the two of them hold. ralph sends it the child's command with
 // the child's stdin, stdout and stderr (SCM_RIGHTS); the supervisor starts
 // the child, reports its pid, and waits for one of three things: the
@@ -30,7 +32,8 @@
 // SIGKILL included). Then it kills every process it can reach, over and
 // over until none is left, and reports how the child ended. A supervisor
 // serves one child at a time and waits for the next one: starting ralph's
-// program costs about 2 ms, a start order tens of microseconds; Prepare
+// program costs milliseconds (10-11 ms on the machines of issue 14), a
+// start order tens of microseconds; Prepare
 // starts one ahead of the first child, beside other work. Those that wait
 // are let go, and waited for, when ralph is done (Shutdown), or end with
 // the socket when ralph dies. A Cmd.Mark goes into the environment of the

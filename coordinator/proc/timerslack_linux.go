@@ -30,13 +30,14 @@ var relaxOnce sync.Once
 // this one starts, the supervisors among them (which give their children
 // the old one back).
 //
-// It acts once, and not at all in a binary built with cgo, whose threads
-// the runtime does not all know (syscall.AllThreadsSyscall).
+// It acts once, never makes the slack smaller, and does nothing in a
+// binary built with cgo, whose threads the runtime does not all know
+// (syscall.AllThreadsSyscall).
 func RelaxTimers(slack time.Duration) {
 	relaxOnce.Do(func() {
-		old, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_GET_TIMERSLACK, 0, 0)
-		if errno != 0 {
-			return
+		old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+		if err != nil || time.Duration(old) >= slack {
+			return // already as relaxed (a service manager's setting, say)
 		}
 		if _, _, errno := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_TIMERSLACK, uintptr(slack), 0); errno != 0 {
 			return
@@ -57,10 +58,11 @@ func withSlack(slack uint64, fork func()) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	old, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_GET_TIMERSLACK, 0, 0)
-	if errno == 0 {
-		syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_TIMERSLACK, uintptr(slack), 0)
-		defer syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_TIMERSLACK, old, 0)
+	// Should either call fail, the child has this thread's slack: its
+	// timers are no worse for it.
+	if old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil {
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0)
+		defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
 	}
 	fork()
 }
