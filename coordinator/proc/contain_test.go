@@ -285,6 +285,7 @@ func TestMarkOfReadsWholeEnvironments(t *testing.T) {
 			_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
 			_ = p.Wait(10 * time.Second)
 		})
+		awaitEnviron(t, p.Pid())
 		return p.Pid()
 	}
 	big := start("big-mark", "BIG="+strings.Repeat("x", 4*environBuf))
@@ -303,6 +304,24 @@ func TestMarkOfReadsWholeEnvironments(t *testing.T) {
 	}
 	if got, ok := r.markOf(1 << 30); ok {
 		t.Errorf("markOf of no process = %q, true", got)
+	}
+}
+
+// awaitEnviron waits until pid's environment can be read. Start returns
+// once the child's exec has begun its new image (the close-on-exec pipe
+// that tells so is closed), but the kernel sets where the environment
+// lies a moment later: read at once, it can come back empty (1 run in
+// 10 of TestMarkOfReadsWholeEnvironments read the second child's so).
+func awaitEnviron(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err == nil && len(data) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d's environment: %d bytes, %v", pid, len(data), err)
+		}
 	}
 }
 
