@@ -52,6 +52,10 @@ func timerSlacksOfRun(t *testing.T, bin, started string) (git []string, agent st
 	project := agentDir{t: t, dir: t.TempDir()}
 	project.write("RALPH_TASKS.md", "# Tasks\n\n- [ ] T1: Note the timer slack\n")
 	project.write("agent.sh", "cat > /dev/null\ncat /proc/self/timerslack_ns > agent-slack\necho '<promise>COMPLETE</promise>'\n")
+	env := append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	crashGit(t, project.dir, env, "init", "-q")
+	crashGit(t, project.dir, env, "add", "-A")
+	crashGit(t, project.dir, env, "commit", "-qm", "start")
 	realGit, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatal(err) // CI installs git
@@ -62,16 +66,7 @@ func timerSlacksOfRun(t *testing.T, bin, started string) (git []string, agent st
 	if err := os.WriteFile(filepath.Join(gitDir, "git"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "HOME="+t.TempDir(), "PATH="+gitDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "start"}} {
-		cmd := exec.Command(realGit, args...)
-		cmd.Dir, cmd.Env = project.dir, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	env = append(env, "PATH="+gitDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	run := exec.Command(bin, "run", "--agent", "exec", "--agent-cmd", "sh agent.sh")
 	run.Dir, run.Env = project.dir, env
 	if out, err := startedWithSlack(t, run, started); err != nil {

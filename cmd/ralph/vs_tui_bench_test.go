@@ -381,38 +381,11 @@ func (h *vsHarness) ownCPU(b *testing.B, s contender, dir string, args []string)
 		}
 	}
 	wall := time.Since(start)
-	cpu, err := procCPU(cmd.Process.Pid)
-	if err != nil {
-		b.Fatal(err)
-	}
+	// Clock ticks are hundredths of a second on Linux.
+	cpu := time.Duration(cpuTicks(b, cmd.Process.Pid)) * 10 * time.Millisecond
 	_ = cmd.Wait() // the exit code is the caller's to judge
 	res := proc.Result{ExitCode: cmd.ProcessState.ExitCode(), Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Wall: wall}
 	return res, cpu
-}
-
-// procCPU is the user and system time of process pid, every thread of
-// it, from /proc/<pid>/stat (utime and stime, in clock ticks, which are
-// hundredths of a second on Linux).
-func procCPU(pid int) (time.Duration, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name (which may hold spaces): utime and
-	// stime are the 12th and 13th.
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
-	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("unreadable /proc/%d/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // run runs side s with args in dir and returns how it went; only failing

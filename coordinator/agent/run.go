@@ -408,7 +408,7 @@ func (lr *lineReader) read(r io.Reader) {
 }
 
 // readBufs holds the buffers lineReader reads a child's output into: one
-// allocated for every agent was a fifth of what ralph allocated an
+// allocated for every agent was a sixth of what ralph allocated an
 // iteration of a run of short agents (issue 14).
 var readBufs = sync.Pool{New: func() any {
 	b := make([]byte, 64<<10)

@@ -89,8 +89,8 @@ func (x *childIO) out(w io.Writer) (*os.File, error) {
 }
 
 // copyBufs holds the buffers the output copies go through: a child's
-// output copy allocated 32 KiB each before, which a run of short agents
-// made a third of what ralph allocated an iteration (issue 14).
+// output copy allocated 32 KiB each before, a sixth of what ralph
+// allocated an iteration of a run of short agents (issue 14).
 var copyBufs = sync.Pool{New: func() any {
 	b := make([]byte, 32<<10)
 	return &b

@@ -38,3 +38,10 @@ func KillMarked(string) (int, error) { return 0, nil }
 
 // KillMarkedIf finds nothing here either, for the same reason.
 func KillMarkedIf(func(mark string) bool) (int, error) { return 0, nil }
+
+// startSlack is 0: timer slack is Linux's (RelaxTimers does nothing here),
+// and children keep the slack they inherit.
+func startSlack() uint64 { return 0 }
+
+// withSlack calls fork: no start order carries a slack here.
+func withSlack(_ uint64, fork func()) { fork() }
