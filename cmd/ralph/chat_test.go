@@ -527,3 +527,31 @@ func TestChatDumbTerminal(t *testing.T) {
 		t.Errorf("escape codes or a prompt on a dumb terminal:\n%q", out)
 	}
 }
+
+// A run does not end the chat's watch of the state files: in the next run,
+// a person who marks the running task done stops its agent at once, as in
+// the first.
+func TestChatSecondRunSeesPersonsEdit(t *testing.T) {
+	dir := chatProject(t, "# Tasks\n\n- [ ] T1: First\n")
+	c := startChat(t, dir)
+	c.expect(`ralph \(idle\) › `)
+	c.send("/run\r")
+	c.expect(`■ Done: every task is done`)
+	c.expect(`ralph \(idle\) › `)
+	c.touch("wait-T2")
+	if err := os.WriteFile(c.path("RALPH_TASKS.md"), []byte(c.read("RALPH_TASKS.md")+"- [ ] T2: Second\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.send("/run\r")
+	c.waitFile("pid-T2")
+	tasks := strings.Replace(c.read("RALPH_TASKS.md"), "- [/] T2: Second", "- [x] T2: Second", 1)
+	if err := os.WriteFile(c.path("RALPH_TASKS.md"), []byte(tasks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The agent waits 20 s for go-T2, which never comes.
+	c.expect(`a person marked T2 done`)
+	c.send("/quit\r")
+	if code := c.wait(); code != 0 {
+		t.Fatalf("exit %d after /quit", code)
+	}
+}

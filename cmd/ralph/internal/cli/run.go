@@ -158,6 +158,7 @@ ready; 2 usage;
 			if err != nil {
 				return err
 			}
+			f.oneRun(&opts)
 			return runTasks(f, cmd, opts, o.JSON)
 		},
 	}
@@ -247,11 +248,16 @@ func (o *RunOptions) options(f *Factory) (coordinator.Options, error) {
 	opts.Now = f.nowFunc()
 	opts.Git = f.Env.Git
 	opts.Secrets, opts.Resources = withAgentSecrets(f.Env.secrets(), set), o.Resources
-	opts.Watch = true     // a person's edits show, and a task they take stops
-	opts.SingleRun = true // one run: the watcher stops watching as its loop ends
-	opts.Project = p      // what was parsed here is not parsed again
+	opts.Watch = true // a person's edits show, and a task they take stops
+	opts.Project = p  // what was parsed here is not parsed again
 	opts.Registry = f.registry()
 	return opts, nil
+}
+
+// oneRun sets what only a coordinator that makes one run and is then
+// closed may have (ralph run's, not ralph chat's, which runs again).
+func (f *Factory) oneRun(opts *coordinator.Options) {
+	opts.SingleRun = true // the watcher stops watching as the loop ends
 }
 
 // runTasks runs the coordinator with opts, shows its events and maps how
