@@ -102,6 +102,16 @@ type Options struct {
 	// waits out a kernel grace period (5-20 ms here) that would
 	// otherwise end every run.
 	SingleRun bool
+	// OneProc runs the process's Go code on one processor
+	// (runtime.GOMAXPROCS(1)) while the run's loop runs agents, and puts
+	// back the count it found when the loop ends: the loop's bookkeeping
+	// then never holds two cores at once while its agents, their
+	// supervisor and the next agent coming up want them. On two cores
+	// that took 0.85 ms off an iteration of a run of short agents
+	// (docs/benchmarks.md). The count is the process's: a front end sets
+	// this only when the coordinator is all it runs (ralph run), not
+	// where a person types while agents work (ralph chat).
+	OneProc bool
 	// Registry, when set, is told when a session starts and ends: the
 	// machine's list of projects, for `ralph sessions --all`.
 	Registry *registry.Registry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -142,6 +143,7 @@ func (c *Coordinator) open() (*Outcome, error) {
 
 // loop runs iterations until something stops it.
 func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
+	defer c.oneProc()()
 	done := 0
 	for {
 		// The next iteration, when the last one's write began it: the
@@ -193,6 +195,16 @@ func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 			}
 		}
 	}
+}
+
+// oneProc narrows the process to one processor for the loop, when
+// Options.OneProc asks, and returns what gives the count back.
+func (c *Coordinator) oneProc() (restore func()) {
+	if !c.opts.OneProc {
+		return func() {}
+	}
+	was := runtime.GOMAXPROCS(1)
+	return func() { runtime.GOMAXPROCS(was) }
 }
 
 // nextTask makes the checks before an iteration and picks its task. It

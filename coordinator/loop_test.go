@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -636,5 +638,31 @@ func TestRunPreparesTheAgent(t *testing.T) {
 	}
 	if n := ag.prepared.Load(); n != 1 {
 		t.Errorf("a run with nothing to do prepared the agent (%d calls in all)", n)
+	}
+}
+
+// OneProc narrows the process to one processor while the loop runs its
+// agents, and gives back the count it found once the loop is over; without
+// it the count is left alone.
+func TestRunOneProc(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3)) // more than one, on any machine
+	for _, one := range []bool{false, true} {
+		var seen []int // by the agents, on the loop's goroutine
+		fa := &fakeAgent{before: func(int) { seen = append(seen, runtime.GOMAXPROCS(0)) }}
+		dir := projectDir(t, map[string]string{mdstate.TasksFile: tasksMD(2)})
+		co := newCoordinator(t, Options{Root: dir, Agent: fa, OneProc: one})
+		if out, _ := runAll(t, t.Context(), co); out.Reason != StopAllDone {
+			t.Fatalf("OneProc %v: %+v", one, out)
+		}
+		want := 3
+		if one {
+			want = 1
+		}
+		if !slices.Equal(seen, []int{want, want}) {
+			t.Errorf("OneProc %v: the agents ran with GOMAXPROCS %v, want %d", one, seen, want)
+		}
+		if got := runtime.GOMAXPROCS(0); got != 3 {
+			t.Errorf("OneProc %v: GOMAXPROCS %d after the run, want 3", one, got)
+		}
 	}
 }

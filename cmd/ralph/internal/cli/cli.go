@@ -75,6 +75,16 @@ type Env struct {
 	StateDir string
 }
 
+// sets reports whether the environment ralph started with gives the
+// variable name a value (an empty one is as good as none to the Go
+// runtime's GOGC and GOMAXPROCS).
+func (e Env) sets(name string) bool {
+	return slices.ContainsFunc(e.Environ, func(kv string) bool {
+		v, ok := strings.CutPrefix(kv, name+"=")
+		return ok && v != ""
+	})
+}
+
 // Factory gives commands what they share.
 type Factory struct {
 	IO  IOStreams

@@ -4,8 +4,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -40,7 +38,7 @@ const smallHeap = 4 << 20
 // and has the rate follow the live heap after every collection. GOGC,
 // when set, decides instead.
 func (f *Factory) collectForAgents(cmd *cobra.Command) {
-	if !runsAgents(cmd) || slices.ContainsFunc(f.Env.Environ, func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") }) {
+	if !runsAgents(cmd) || f.Env.sets("GOGC") {
 		return
 	}
 	debug.SetGCPercent(agentGCPercent)

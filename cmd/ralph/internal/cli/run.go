@@ -258,6 +258,9 @@ func (o *RunOptions) options(f *Factory) (coordinator.Options, error) {
 // closed may have (ralph run's, not ralph chat's, which runs again).
 func (f *Factory) oneRun(opts *coordinator.Options) {
 	opts.SingleRun = true // the watcher stops watching as the loop ends
+	// The loop leaves the other cores to the agents, unless GOMAXPROCS
+	// says how many processors ralph has.
+	opts.OneProc = !f.Env.sets("GOMAXPROCS")
 }
 
 // runTasks runs the coordinator with opts, shows its events and maps how
