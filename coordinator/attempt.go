@@ -176,6 +176,9 @@ type filed struct {
 	learnings, todos   []string
 	unfiled, unlearned []string
 	known              []string // "to-do D3: text", "learning: text"
+	// readded are ralph's own to-dos that an older copy of the file had
+	// dropped, put back in the same write (fileReportWith).
+	readded []string
 }
 
 // fields are the progress entry's record of what could not be filed, and
@@ -207,6 +210,15 @@ func missingNotice(file, what string) string {
 // file: with RALPH_TODO.md gone, the to-dos are only in the progress
 // entry, and emit is told so.
 func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, error) {
+	return fileReportWith(p, rep, emit, nil)
+}
+
+// fileReportWith is fileReport whose write of RALPH_TODO.md first adds
+// back the to-dos lost returns, of the list that write is made on:
+// ralph's own that an older copy of the file dropped. Put back in the
+// same write as the new ones, they cannot be hidden behind them by a
+// stale save that came just before it (owned.go). lost may be nil.
+func fileReportWith(p *mdstate.Project, rep AgentReport, emit func(Event), lost func(*mdstate.Checklist) []string) (filed, error) {
 	if emit == nil {
 		emit = func(Event) {}
 	}
@@ -233,7 +245,7 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, e
 	if len(rep.Todos) == 0 {
 		return f, nil
 	}
-	todos, known, err := addTodos(p, rep.Todos)
+	todos, known, readded, err := addTodosAgain(p, rep.Todos, lost)
 	if errors.As(err, &missing) {
 		emit(Event{Kind: EventNotice, Text: missingNotice(mdstate.TodoFile, "to-dos")})
 		f.unfiled = rep.Todos
@@ -242,9 +254,9 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, e
 	if err != nil {
 		return f, fmt.Errorf("file the to-dos the agent reported: %w", err)
 	}
-	f.todos = todos
+	f.todos, f.readded = todos, readded
 	f.known = append(f.known, known...)
-	if len(todos) > 0 {
+	if len(todos)+len(readded) > 0 {
 		emit(Event{Kind: EventStateWritten, File: mdstate.TodoFile})
 	}
 	return f, nil
@@ -254,8 +266,26 @@ func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, e
 // have yet (ChecklistEdit.AddOnce), and returns them, and the others as
 // the progress entry lists them.
 func addTodos(p *mdstate.Project, todos []string) (added, known []string, err error) {
+	added, known, _, err = addTodosAgain(p, todos, nil)
+	return added, known, err
+}
+
+// addTodosAgain is addTodos that first adds back, in the same write, the
+// to-dos lost returns of the list the write is made on (each time the
+// save makes its edit, on the version it makes it on), and returns those
+// it added back. lost may be nil.
+func addTodosAgain(p *mdstate.Project, todos []string, lost func(*mdstate.Checklist) []string) (added, known, readded []string, err error) {
 	_, err = p.UpdateChecklist(mdstate.TodoKind, func(e *mdstate.ChecklistEdit) error {
-		added, known = nil, nil
+		added, known, readded = nil, nil, nil
+		if lost != nil {
+			for _, t := range lost(e.Checklist()) {
+				if _, err := e.AddOnce(t); err == nil {
+					readded = append(readded, t)
+				} else if !errors.As(err, new(*mdstate.DuplicateError)) {
+					return err
+				}
+			}
+		}
 		for _, t := range todos {
 			_, err := e.AddOnce(t)
 			var dup *mdstate.DuplicateError
@@ -270,7 +300,7 @@ func addTodos(p *mdstate.Project, todos []string) (added, known []string, err er
 		}
 		return nil
 	})
-	return added, known, err
+	return added, known, readded, err
 }
 
 // AgentLabel is how an agent is named in the files: "claude (sonnet)".

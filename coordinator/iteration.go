@@ -66,6 +66,9 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *be
 	if err := c.restoreAdditions(); err != nil {
 		return "", err
 	}
+	if lookedProbe != nil {
+		lookedProbe()
+	}
 	if err := c.settleEntry(); err != nil {
 		return "", err
 	}
@@ -106,6 +109,11 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *be
 		AgentSession: a.Result.SessionID, Model: runModel(c.opts.Model, a.Result)})
 	return a.Outcome, nil
 }
+
+// lookedProbe, set by a test, is called in each iteration once ralph has
+// looked for what an older copy of a file dropped, before it files the
+// agent's report.
+var lookedProbe func()
 
 // begin opens an iteration: the task in progress, in the session's write.
 // A task a person started, finished, skipped, blocked or removed since it

@@ -213,8 +213,19 @@ func restoredNote(file string, what []string) string {
 
 // fileReport files an agent's learnings and to-dos, and remembers what it
 // added. What it could not file goes in the progress entry (filed.fields).
+// The write of its to-dos puts back those of ralph's an older copy of
+// RALPH_TODO.md dropped since restoreAdditions looked.
 func (c *Coordinator) fileReport(rep AgentReport) (filed, error) {
-	f, err := fileReport(c.p, rep, c.emit)
+	var kept []addition // c.own.todos as the write that put some back leaves it
+	lost := func(todos *mdstate.Checklist) []string {
+		kept = slices.Clone(c.own.todos)
+		return lostAdditions(&kept, func(t string) bool { return todos.FindSame(t) != nil })
+	}
+	f, err := fileReportWith(c.p, rep, c.emit, lost)
+	if len(f.readded) > 0 {
+		c.own.todos = kept
+		c.emit(Event{Kind: EventNotice, Text: restoredNote(mdstate.TodoFile, quoteAll("to-do", f.readded))})
+	}
 	for _, l := range f.learnings {
 		c.own.learnings = append(c.own.learnings, addition{text: l})
 	}
