@@ -106,8 +106,9 @@ type Options struct {
 	// (runtime.GOMAXPROCS(1)) while the run's loop runs agents, and puts
 	// back the count it found when the loop ends: the loop's bookkeeping
 	// then never holds two cores at once while its agents, their
-	// supervisor and the next agent coming up want them. On two cores
-	// that took 0.85 ms off an iteration of a run of short agents
+	// supervisor and the next agent coming up want them. On two cores,
+	// with the loop yielding as it starts the next agent (warm.go), that
+	// took 0.85 ms off an iteration of a run of short agents
 	// (docs/benchmarks.md). The count is the process's: a front end sets
 	// this only when the coordinator is all it runs (ralph run), not
 	// where a person types while agents work (ralph chat).
