@@ -176,9 +176,10 @@ type filed struct {
 	learnings, todos   []string
 	unfiled, unlearned []string
 	known              []string // "to-do D3: text", "learning: text"
-	// readded are ralph's own to-dos that an older copy of the file had
-	// dropped, put back in the same write (fileReportWith).
-	readded []string
+	// readded and relearned are ralph's own to-dos and learnings that an
+	// older copy of their file had dropped, put back in the same write as
+	// the new ones (fileReportWith).
+	readded, relearned []string
 }
 
 // fields are the progress entry's record of what could not be filed, and
@@ -210,42 +211,48 @@ func missingNotice(file, what string) string {
 // file: with RALPH_TODO.md gone, the to-dos are only in the progress
 // entry, and emit is told so.
 func fileReport(p *mdstate.Project, rep AgentReport, emit func(Event)) (filed, error) {
-	return fileReportWith(p, rep, emit, nil)
+	return fileReportWith(p, rep, emit, lostOwn{})
 }
 
-// fileReportWith is fileReport whose write of RALPH_TODO.md first adds
-// back the to-dos lost returns, of the list that write is made on:
-// ralph's own that an older copy of the file dropped. Put back in the
-// same write as the new ones, they cannot be hidden behind them by a
-// stale save that came just before it (owned.go). lost may be nil.
-func fileReportWith(p *mdstate.Project, rep AgentReport, emit func(Event), lost func(*mdstate.Checklist) []string) (filed, error) {
+// lostOwn says, of a file as a write finds it, which of ralph's own
+// additions an older copy of it dropped (owned.go); nil: none looked for.
+type lostOwn struct {
+	todos     func(*mdstate.Checklist) []string
+	learnings func(*mdstate.Agent) []string
+}
+
+// fileReportWith is fileReport whose writes of AGENT.md and RALPH_TODO.md
+// first add back what lost returns of the file each write is made on.
+// Put back in the same write as the new additions, they cannot be hidden
+// behind them by a stale save that came just before it.
+func fileReportWith(p *mdstate.Project, rep AgentReport, emit func(Event), lost lostOwn) (filed, error) {
 	if emit == nil {
 		emit = func(Event) {}
 	}
 	var f filed
 	var missing *mdstate.MissingError
-	var dup *mdstate.DuplicateError
-	for i, l := range rep.Learnings {
-		err := p.Learn(l)
-		if errors.As(err, &dup) {
-			f.known = append(f.known, "learning: "+oneLineText(l))
-			continue
-		}
-		if errors.As(err, &missing) {
+	if len(rep.Learnings) > 0 {
+		added, known, relearned, err := p.LearnAll(rep.Learnings, lost.learnings)
+		switch {
+		case errors.As(err, &missing):
 			emit(Event{Kind: EventNotice, Text: missingNotice(mdstate.AgentFile, "learnings")})
-			f.unlearned = rep.Learnings[i:]
-			break
+			f.unlearned = rep.Learnings
+		case err != nil:
+			return f, fmt.Errorf("file the learnings the agent reported: %w", err)
+		default:
+			f.learnings, f.relearned = added, relearned
+			for _, l := range known {
+				f.known = append(f.known, "learning: "+oneLineText(l))
+			}
+			if len(added)+len(relearned) > 0 {
+				emit(Event{Kind: EventStateWritten, File: mdstate.AgentFile})
+			}
 		}
-		if err != nil {
-			return f, fmt.Errorf("file a learning the agent reported: %w", err)
-		}
-		f.learnings = append(f.learnings, l)
-		emit(Event{Kind: EventStateWritten, File: mdstate.AgentFile})
 	}
 	if len(rep.Todos) == 0 {
 		return f, nil
 	}
-	todos, known, readded, err := addTodosAgain(p, rep.Todos, lost)
+	todos, known, readded, err := addTodosAgain(p, rep.Todos, lost.todos)
 	if errors.As(err, &missing) {
 		emit(Event{Kind: EventNotice, Text: missingNotice(mdstate.TodoFile, "to-dos")})
 		f.unfiled = rep.Todos

@@ -167,45 +167,55 @@ func TestOlderCopyDoesNotMakeRalphForget(t *testing.T) {
 	}
 }
 
-// An editor saves an older copy of RALPH_TODO.md, without T1's to-do, in
-// the moment after ralph looked for what an older copy dropped and before
-// it files T2's: the write of T2's to-do puts T1's back in the same write.
-// Filed on top of the older copy alone, T2's would stand after the gap and
-// make T1's loss look like a person's deletion, kept for good.
+// An editor saves older copies of RALPH_TODO.md and AGENT.md, without
+// T1's to-do and learning, in the moment after ralph looked for what an
+// older copy dropped and before it files T2's: the writes of T2's to-do
+// and learning put T1's back in the same writes. Filed on top of the older
+// copies alone, T2's would stand after the gap and make T1's loss look
+// like a person's deletion, kept for good.
 func TestStaleSaveBeforeFilingLosesNoAddition(t *testing.T) {
 	dir := initedProject(t, tasksMD(2))
-	todo := filepath.Join(dir, mdstate.TodoFile)
-	before, err := os.ReadFile(todo)
-	if err != nil {
-		t.Fatal(err)
+	before := map[string][]byte{}
+	for _, name := range []string{mdstate.TodoFile, mdstate.AgentFile} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[name] = data
 	}
 	looks := 0
 	lookedProbe = func() {
 		if looks++; looks == 2 { // T2's agent is done
-			writeFile(t, todo, string(before))
+			for name, data := range before {
+				writeFile(t, filepath.Join(dir, name), string(data))
+			}
 		}
 	}
 	t.Cleanup(func() { lookedProbe = nil })
 	fa := &fakeAgent{reply: func(n int) agent.Result {
-		return agent.Result{Final: fmt.Sprintf("<todo>Follow-up %d</todo><promise>COMPLETE</promise>", n)}
+		return agent.Result{Final: fmt.Sprintf("<todo>Follow-up %d</todo><learning>Lesson %d</learning><promise>COMPLETE</promise>", n, n)}
 	}}
 	co := newCoordinator(t, Options{Root: dir, Agent: fa})
 	out, evs := runAll(t, t.Context(), co)
 	if out.Reason != StopAllDone || looks != 2 {
 		t.Fatalf("outcome %+v after %d looks", out, looks)
 	}
-	data, _ := os.ReadFile(todo)
-	for _, want := range []string{"Follow-up 1", "Follow-up 2"} {
-		if !strings.Contains(string(data), want) {
-			t.Errorf("%s lacks %q:\n%s", mdstate.TodoFile, want, data)
+	for name, want := range map[string][]string{mdstate.TodoFile: {"Follow-up 1", "Follow-up 2"}, mdstate.AgentFile: {"Lesson 1", "Lesson 2"}} {
+		data, _ := os.ReadFile(filepath.Join(dir, name))
+		for _, w := range want {
+			if !strings.Contains(string(data), w) {
+				t.Errorf("%s lacks %q:\n%s", name, w, data)
+			}
 		}
 	}
-	said := false
-	for _, e := range evs {
-		said = said || (e.Kind == EventNotice && strings.Contains(e.Text, "went back to an older version") && strings.Contains(e.Text, "Follow-up 1"))
-	}
-	if !said {
-		t.Error("no notice says T1's to-do was written again")
+	for _, what := range []string{"Follow-up 1", "Lesson 1"} {
+		said := false
+		for _, e := range evs {
+			said = said || (e.Kind == EventNotice && strings.Contains(e.Text, "went back to an older version") && strings.Contains(e.Text, what))
+		}
+		if !said {
+			t.Errorf("no notice says %q was written again", what)
+		}
 	}
 }
 

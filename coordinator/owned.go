@@ -213,17 +213,28 @@ func restoredNote(file string, what []string) string {
 
 // fileReport files an agent's learnings and to-dos, and remembers what it
 // added. What it could not file goes in the progress entry (filed.fields).
-// The write of its to-dos puts back those of ralph's an older copy of
-// RALPH_TODO.md dropped since restoreAdditions looked.
+// Its writes put back the to-dos and learnings of ralph's that an older
+// copy of their file dropped since restoreAdditions looked.
 func (c *Coordinator) fileReport(rep AgentReport) (filed, error) {
-	var kept []addition // c.own.todos as the write that put some back leaves it
-	lost := func(todos *mdstate.Checklist) []string {
-		kept = slices.Clone(c.own.todos)
-		return lostAdditions(&kept, func(t string) bool { return todos.FindSame(t) != nil })
+	// The lists as the writes that put some back leave them.
+	var todos, learnings []addition
+	lost := lostOwn{
+		todos: func(l *mdstate.Checklist) []string {
+			todos = slices.Clone(c.own.todos)
+			return lostAdditions(&todos, func(t string) bool { return l.FindSame(t) != nil })
+		},
+		learnings: func(a *mdstate.Agent) []string {
+			learnings = slices.Clone(c.own.learnings)
+			return lostAdditions(&learnings, func(t string) bool { return a.FindSame(t) != nil })
+		},
 	}
 	f, err := fileReportWith(c.p, rep, c.emit, lost)
+	if len(f.relearned) > 0 {
+		c.own.learnings = learnings
+		c.emit(Event{Kind: EventNotice, Text: restoredNote(mdstate.AgentFile, quoteAll("learning", f.relearned))})
+	}
 	if len(f.readded) > 0 {
-		c.own.todos = kept
+		c.own.todos = todos
 		c.emit(Event{Kind: EventNotice, Text: restoredNote(mdstate.TodoFile, quoteAll("to-do", f.readded))})
 	}
 	for _, l := range f.learnings {

@@ -231,25 +231,89 @@ func (a *Agent) FindSame(text string) *Learning {
 // UpdateChecklist, it is made again on a person's version saved
 // meanwhile, and checked against it.
 func (p *Project) Learn(text string) error {
-	unlock, err := p.lockForWrite()
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	learn := func(cur []byte) ([]byte, error) {
-		s, err := newSource(AgentFile, cur)
+		a, err := parseAgentToEdit(cur)
 		if err != nil {
 			return nil, err
 		}
-		if ce := FindConflict(AgentFile, cur); ce != nil {
-			return nil, ce // the conflict first: a half-merged file's learnings are two versions
-		}
-		a := parseAgent(s)
 		if l := a.FindSame(text); l != nil {
 			return nil, &DuplicateError{File: AgentFile, Line: l.Line, Text: oneLine(l.Text)}
 		}
 		return a.AddLearning(text)
 	}
+	return p.updateAgent(learn)
+}
+
+// LearnAll adds the learnings texts to AGENT.md in one write, as Learn
+// adds one: those the file has already (SameKey) are left out and
+// returned, as texts says them, as known. The same write first adds back those lost returns of
+// the file as the write finds it (each time the save makes its edit, on
+// the version it makes it on), unless one there says the same: ralph's
+// own that an older copy of the file dropped, so that a stale save just
+// before cannot hide their loss behind the new ones. lost may be nil.
+// With nothing to add, nothing is written.
+func (p *Project) LearnAll(texts []string, lost func(*Agent) []string) (added, known, readded []string, err error) {
+	learn := func(cur []byte) ([]byte, error) {
+		added, known, readded = nil, nil, nil
+		a, err := parseAgentToEdit(cur)
+		if err != nil {
+			return nil, err
+		}
+		out := cur
+		add := func(text string) error {
+			if out, err = a.AddLearning(text); err != nil {
+				return err
+			}
+			a, err = parseAgentToEdit(out)
+			return err
+		}
+		if lost != nil {
+			for _, text := range lost(a) {
+				if a.FindSame(text) != nil {
+					continue // a person wrote it again
+				}
+				if err := add(text); err != nil {
+					return nil, err
+				}
+				readded = append(readded, text)
+			}
+		}
+		for _, text := range texts {
+			if a.FindSame(text) != nil {
+				known = append(known, text)
+				continue
+			}
+			if err := add(text); err != nil {
+				return nil, err
+			}
+			added = append(added, text)
+		}
+		return out, nil
+	}
+	return added, known, readded, p.updateAgent(learn)
+}
+
+// parseAgentToEdit parses AGENT.md's bytes for an edit: a half-merged
+// file is a *ConflictError, since its learnings are two versions.
+func parseAgentToEdit(cur []byte) (*Agent, error) {
+	s, err := newSource(AgentFile, cur)
+	if err != nil {
+		return nil, err
+	}
+	if ce := FindConflict(AgentFile, cur); ce != nil {
+		return nil, ce
+	}
+	return parseAgent(s), nil
+}
+
+// updateAgent saves the edit of AGENT.md that learn makes of its bytes,
+// as Learn documents.
+func (p *Project) updateAgent(learn func(cur []byte) ([]byte, error)) error {
+	unlock, err := p.lockForWrite()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	data, fi, err := p.readState(AgentFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Only `ralph init` creates a state file.
@@ -262,8 +326,8 @@ func (p *Project) Learn(text string) error {
 		return err
 	}
 	out, err := learn(data)
-	if err != nil {
-		return err
+	if err != nil || bytes.Equal(out, data) {
+		return err // an error, or nothing to write
 	}
 	s := p.newSave(AgentFile, p.Path(AgentFile), fi.Mode(), learn)
 	if err := p.runSave(s, data, out); err != nil {

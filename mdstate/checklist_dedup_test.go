@@ -3,6 +3,7 @@ package mdstate_test
 import (
 	"errors"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/ralph-dev/ralph/mdstate"
@@ -160,6 +161,45 @@ func TestLearnOnce(t *testing.T) {
 	const want = src + "- claude: --model opus\n- Deploys need a VPN.\n"
 	if got := readString(t, p.Path(mdstate.AgentFile)); got != want {
 		t.Errorf("AGENT.md =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// LearnAll adds several learnings in one write: the ones lost names that
+// the file lacks first, then the new ones it lacks; the others are known.
+// With nothing to add it writes nothing.
+func TestLearnAll(t *testing.T) {
+	p := mdstate.Open(t.TempDir())
+	const src = "# Working here\n\n## Learnings\n\n- Build with make.\n"
+	writeState(t, p, mdstate.AgentFile, src)
+	var seen []string // the learnings lost was shown
+	lost := func(a *mdstate.Agent) []string {
+		seen = nil
+		for _, l := range a.Learnings {
+			seen = append(seen, l.Text)
+		}
+		return []string{"Lint before pushing.", "build with make"}
+	}
+	added, known, readded, err := p.LearnAll([]string{"Deploys need a VPN.", "BUILD WITH MAKE", "Deploys need a VPN"}, lost)
+	if err != nil || !slices.Equal(added, []string{"Deploys need a VPN."}) || !slices.Equal(known, []string{"BUILD WITH MAKE", "Deploys need a VPN"}) ||
+		!slices.Equal(readded, []string{"Lint before pushing."}) {
+		t.Fatalf("LearnAll = %q, %q, %q, %v", added, known, readded, err)
+	}
+	if !slices.Equal(seen, []string{"Build with make."}) {
+		t.Errorf("lost was shown %q, want the file as the write found it", seen)
+	}
+	const want = src + "- Lint before pushing.\n- Deploys need a VPN.\n"
+	if got := readString(t, p.Path(mdstate.AgentFile)); got != want {
+		t.Fatalf("AGENT.md =\n%s\nwant\n%s", got, want)
+	}
+	fi, err := os.Stat(p.Path(mdstate.AgentFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added, known, readded, err := p.LearnAll([]string{"deploys need a vpn"}, nil); err != nil || added != nil || readded != nil || len(known) != 1 {
+		t.Fatalf("LearnAll(known) = %q, %q, %q, %v", added, known, readded, err)
+	}
+	if after, err := os.Stat(p.Path(mdstate.AgentFile)); err != nil || !os.SameFile(fi, after) || !after.ModTime().Equal(fi.ModTime()) {
+		t.Errorf("nothing to add, yet AGENT.md was written (%v)", err)
 	}
 }
 
