@@ -206,6 +206,21 @@ func (o *ownEdits) lostEntries(recent []mdstate.Entry) []mdstate.Entry {
 	return slices.Clone(o.entries[i:])
 }
 
+// sameAsOneOf returns what says whether one of texts says the same as a
+// text (mdstate.SameKey), as FindSame does, with each of texts' keys made
+// once: every write that files a report looks up all of the session's
+// additions.
+func sameAsOneOf(texts []string) func(string) bool {
+	keys := make(map[string]bool, len(texts))
+	for _, t := range texts {
+		keys[mdstate.SameKey(t)] = true
+	}
+	return func(t string) bool {
+		k := mdstate.SameKey(t)
+		return k != "" && keys[k]
+	}
+}
+
 // restoredNote says what ralph wrote again, for a notice.
 func restoredNote(file string, what []string) string {
 	return file + " went back to an older version (an editor's stale save, or a git checkout or reset); ralph wrote again what it had written this session: " + strings.Join(what, ", ")
@@ -221,11 +236,25 @@ func (c *Coordinator) fileReport(rep AgentReport) (filed, error) {
 	lost := lostOwn{
 		todos: func(l *mdstate.Checklist) []string {
 			todos = slices.Clone(c.own.todos)
-			return lostAdditions(&todos, func(t string) bool { return l.FindSame(t) != nil })
+			if len(todos) == 0 {
+				return nil
+			}
+			titles := make([]string, 0, l.Len())
+			for _, it := range l.Items() {
+				titles = append(titles, it.Title)
+			}
+			return lostAdditions(&todos, sameAsOneOf(titles))
 		},
 		learnings: func(a *mdstate.Agent) []string {
 			learnings = slices.Clone(c.own.learnings)
-			return lostAdditions(&learnings, func(t string) bool { return a.FindSame(t) != nil })
+			if len(learnings) == 0 {
+				return nil
+			}
+			texts := make([]string, 0, len(a.Learnings))
+			for _, l := range a.Learnings {
+				texts = append(texts, l.Text)
+			}
+			return lostAdditions(&learnings, sameAsOneOf(texts))
 		},
 	}
 	f, err := fileReportWith(c.p, rep, c.emit, lost)

@@ -49,3 +49,14 @@ func TestLostAdditions(t *testing.T) {
 		t.Errorf("y gone again: lost %q, remembers %q", got, texts())
 	}
 }
+
+// sameAsOneOf finds a text as FindSame would: by SameKey, and never a
+// text with no words.
+func TestSameAsOneOf(t *testing.T) {
+	has := sameAsOneOf([]string{"Build with make.", "  ", "Deploys need a VPN"})
+	for text, want := range map[string]bool{"build WITH   make": true, "deploys need a vpn.": true, "": false, " ": false, "Build with bazel": false} {
+		if got := has(text); got != want {
+			t.Errorf("has(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
