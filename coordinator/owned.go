@@ -221,6 +221,36 @@ func sameAsOneOf(texts []string) func(string) bool {
 	}
 }
 
+// lostTodos is lostAdditions for this session's to-dos and the to-do list
+// l: those an older copy of the file dropped, and the session's list as
+// it stands once they are written again. c.own.todos is left as it is.
+func (c *Coordinator) lostTodos(l *mdstate.Checklist) (lost []string, after []addition) {
+	after = slices.Clone(c.own.todos)
+	if len(after) == 0 {
+		return nil, after
+	}
+	titles := make([]string, 0, l.Len())
+	for _, it := range l.Items() {
+		titles = append(titles, it.Title)
+	}
+	lost = lostAdditions(&after, sameAsOneOf(titles))
+	return lost, after
+}
+
+// lostLearnings is lostTodos for this session's learnings and AGENT.md.
+func (c *Coordinator) lostLearnings(a *mdstate.Agent) (lost []string, after []addition) {
+	after = slices.Clone(c.own.learnings)
+	if len(after) == 0 {
+		return nil, after
+	}
+	texts := make([]string, 0, len(a.Learnings))
+	for _, l := range a.Learnings {
+		texts = append(texts, l.Text)
+	}
+	lost = lostAdditions(&after, sameAsOneOf(texts))
+	return lost, after
+}
+
 // restoredNote says what ralph wrote again, for a notice.
 func restoredNote(file string, what []string) string {
 	return file + " went back to an older version (an editor's stale save, or a git checkout or reset); ralph wrote again what it had written this session: " + strings.Join(what, ", ")
@@ -234,27 +264,13 @@ func (c *Coordinator) fileReport(rep AgentReport) (filed, error) {
 	// The lists as the writes that put some back leave them.
 	var todos, learnings []addition
 	lost := lostOwn{
-		todos: func(l *mdstate.Checklist) []string {
-			todos = slices.Clone(c.own.todos)
-			if len(todos) == 0 {
-				return nil
-			}
-			titles := make([]string, 0, l.Len())
-			for _, it := range l.Items() {
-				titles = append(titles, it.Title)
-			}
-			return lostAdditions(&todos, sameAsOneOf(titles))
+		todos: func(l *mdstate.Checklist) (lost []string) {
+			lost, todos = c.lostTodos(l)
+			return lost
 		},
-		learnings: func(a *mdstate.Agent) []string {
-			learnings = slices.Clone(c.own.learnings)
-			if len(learnings) == 0 {
-				return nil
-			}
-			texts := make([]string, 0, len(a.Learnings))
-			for _, l := range a.Learnings {
-				texts = append(texts, l.Text)
-			}
-			return lostAdditions(&learnings, sameAsOneOf(texts))
+		learnings: func(a *mdstate.Agent) (lost []string) {
+			lost, learnings = c.lostLearnings(a)
+			return lost
 		},
 	}
 	f, err := fileReportWith(c.p, rep, c.emit, lost)
@@ -346,7 +362,8 @@ func (c *Coordinator) restoreTodos() error {
 	if err != nil {
 		return nil // missing or unreadable: nothing to add to
 	}
-	lost := lostAdditions(&c.own.todos, func(t string) bool { return todos.FindSame(t) != nil })
+	lost, after := c.lostTodos(todos)
+	c.own.todos = after
 	if len(lost) == 0 {
 		return nil
 	}
@@ -367,7 +384,8 @@ func (c *Coordinator) restoreLearnings() error {
 	if err != nil {
 		return nil
 	}
-	lost := lostAdditions(&c.own.learnings, func(l string) bool { return a.FindSame(l) != nil })
+	lost, after := c.lostLearnings(a)
+	c.own.learnings = after
 	for _, l := range lost {
 		// One a person wrote again meanwhile is there: nothing to do.
 		if err := c.p.Learn(l); err != nil && !errors.As(err, new(*mdstate.DuplicateError)) {

@@ -246,12 +246,12 @@ func (p *Project) Learn(text string) error {
 
 // LearnAll adds the learnings texts to AGENT.md in one write, as Learn
 // adds one: those the file has already (SameKey) are left out and
-// returned, as texts says them, as known. The same write first adds back those lost returns of
-// the file as the write finds it (each time the save makes its edit, on
-// the version it makes it on), unless one there says the same: ralph's
-// own that an older copy of the file dropped, so that a stale save just
-// before cannot hide their loss behind the new ones. lost may be nil.
-// With nothing to add, nothing is written.
+// returned, as texts has them, as known. The same write first adds back
+// those lost returns of the file as the write finds it (each time the
+// save makes its edit, on the version it makes it on), unless one there
+// says the same: ralph's own that an older copy of the file dropped, so
+// that a stale save just before cannot hide their loss behind the new
+// ones. lost may be nil. With nothing to add, nothing is written.
 func (p *Project) LearnAll(texts []string, lost func(*Agent) []string) (added, known, readded []string, err error) {
 	learn := func(cur []byte) ([]byte, error) {
 		added, known, readded = nil, nil, nil
