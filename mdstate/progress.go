@@ -214,12 +214,16 @@ func readProgress(root string, n int, memo *entryMemo, idx *indexMemo) (*Log, er
 		return nil, &FileError{File: ProgressFile, Msg: "is a directory, not a file", Hint: "move it out of the way, then run `ralph init` to create the file"}
 	}
 	lg := &Log{Size: fi.Size()}
+	probeAt(probeLogStat)
 	var starts []entryStart
 	if x := idx.load(root, fi); x != nil && x.matches(fi) && (n <= len(x.Tail) || x.Entries == len(x.Tail)) {
 		lg.Entries = x.Entries
 		starts = x.Tail[max(len(x.Tail)-n, 0):]
 	} else {
-		x, all, err := scanLog(f, max(n, indexTail))
+		// The log as the stat found it: an append since (ralph's, beside
+		// an agent) is for the next read, and its entries lie past the
+		// tail read below.
+		x, all, err := scanLog(io.NewSectionReader(f, 0, lg.Size), max(n, indexTail))
 		if err != nil {
 			return nil, err
 		}

@@ -94,6 +94,7 @@ const (
 	probeUnlinked                    // the replaced files are unlinked, still open
 	probeAppended                    // an entry is appended to the progress log
 	probeLogLooked                   // an append looked at the log, not yet opened
+	probeLogStat                     // a read of the log has its size, nothing read yet
 )
 
 // probe, set only by tests, is called at each probePoint, so that a test
