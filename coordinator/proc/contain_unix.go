@@ -30,6 +30,13 @@ type server struct {
 	exited  chan struct{} // closed once the supervisor was reaped
 	quit    chan struct{} // closed by close: readReports stops passing reports on
 	once    sync.Once
+
+	// mu guards what becomes of the supervisor once its child has ended:
+	// a start may claim it for the next child (Cmd.After) only until the
+	// end is heard and the supervisor handed back (released or closed).
+	mu      sync.Mutex
+	claimed bool // a start waits for the child's end (claim)
+	handed  bool // the child's end is heard: no claim from now on
 }
 
 // maxIdle is how many supervisors wait for a child at most; one more is
@@ -236,6 +243,48 @@ func (s *server) release() {
 	pool.idle = append(pool.idle, s)
 }
 
+// claim reserves the supervisor for the next child, which its start order,
+// sent at once, has it start right after the current child's end: false
+// once that end is heard, or another start has claimed it.
+func (s *server) claim() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handed || s.claimed || !s.usable() {
+		return false
+	}
+	s.claimed = true
+	return true
+}
+
+// serve makes the supervisor the new child's, once the end of the child it
+// was claimed after (nil: none) is heard: claimable again until the new
+// child's end is.
+func (s *server) serve(after <-chan struct{}) {
+	if after != nil {
+		<-after
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claimed, s.handed = false, false
+}
+
+// handBack decides what becomes of the supervisor once its child's end is
+// heard: a claimed one is the next child's start's (which finds it closed
+// if it may not serve), another goes back to the idle ones (release) or,
+// if it may not serve, is let go.
+func (s *server) handBack(serves bool) {
+	s.mu.Lock()
+	s.handed = true
+	claimed := s.claimed
+	s.mu.Unlock()
+	switch {
+	case !serves:
+		s.close()
+	case !claimed:
+		s.release()
+	}
+}
+
 // close lets the supervisor go: it reads the end of its socket and exits
 // (killing what it runs, if anything); its reaper goroutine reaps it.
 func (s *server) close() {
@@ -276,11 +325,12 @@ var errNoReport = errors.New("the supervisor ended before it answered")
 func startSupervised(ctx context.Context, c Cmd, path string, stdout, stderr io.Writer) (*Process, error) {
 	o := startOrder(c, path)
 	for {
-		s, reused, err := takeServer()
+		s, after, reused, err := serverFor(c.After)
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", c.Name, err)
 		}
-		p, err := launch(ctx, s, c, o, stdout, stderr)
+		c.After = nil // a retry takes any supervisor
+		p, err := launch(ctx, s, c, o, after, stdout, stderr)
 		if errors.Is(err, errNoReport) && reused {
 			// An idle supervisor killed from outside: the next one, or
 			// a new one, takes the child.
@@ -291,6 +341,17 @@ func startSupervised(ctx context.Context, c Cmd, path string, stdout, stderr io.
 		}
 		return p, nil
 	}
+}
+
+// serverFor is the supervisor to start a child with: the one of after,
+// claimed, with after's end to wait for before its report; else an idle
+// one or a new one (takeServer), with nothing to wait for.
+func serverFor(after *Process) (s *server, wait <-chan struct{}, reused bool, err error) {
+	if after != nil && after.sup != nil && after.sup.srv.claim() {
+		return after.sup.srv, after.done, true, nil
+	}
+	s, reused, err = takeServer()
+	return s, nil, reused, err
 }
 
 // startOrder is the order that starts c: its environment and folder
@@ -329,15 +390,20 @@ func lastWins(env []string) []string {
 }
 
 // launch sends o, with the child's stdin, stdout and stderr, to s and
-// waits for the child's pid.
-func launch(ctx context.Context, s *server, c Cmd, o order, stdout, stderr io.Writer) (*Process, error) {
+// waits for the child's pid. A supervisor claimed for the child after its
+// current one (serverFor) starts it once that one has ended; its reports
+// are read in turn: the current child's end (closing after), then this
+// one's start.
+func launch(ctx context.Context, s *server, c Cmd, o order, after <-chan struct{}, stdout, stderr io.Writer) (*Process, error) {
 	cio, err := newChildIO(c.Stdin, stdout, stderr)
 	if err != nil {
+		s.serve(after)
 		s.release()
 		return nil, err
 	}
 	err = writeFrame(s.conn, o, cio.child[:]...)
 	cio.sent()
+	s.serve(after)
 	var r report
 	if err != nil {
 		err = errNoReport // a socket that takes no order: the supervisor is gone
@@ -371,11 +437,7 @@ func launch(ctx context.Context, s *server, c Cmd, o order, stdout, stderr io.Wr
 		sup.finish(end, err)
 		cio.wait(sup.slack())
 		p.err = sup.waitErr()
-		if err == nil && !end.Spent {
-			s.release()
-		} else {
-			s.close()
-		}
+		s.handBack(err == nil && !end.Spent)
 		close(p.done)
 	}()
 	return p, nil

@@ -15,7 +15,8 @@ import (
 
 // The supervisor's side: this program re-executed with SuperviseArg and
 // ralph's end of a socket pair as descriptor 3. It runs ralph's contained
-// children one at a time, for as long as ralph keeps the socket open.
+// children one at a time, for as long as ralph keeps the socket open; one
+// start order may wait while a child runs, for right after its end.
 
 // socketFD is the supervisor's end of its socket pair with ralph.
 const socketFD = 3
@@ -79,6 +80,9 @@ type supervisorProc struct {
 	orders chan received  // ralph's orders, from readOrders
 	gone   chan struct{}  // closed when ralph's end is closed
 	sigs   chan os.Signal // SIGINT, SIGHUP (ignored), SIGTERM
+	// queued is the start order that came while a child ran (Cmd.After):
+	// it is carried out as soon as that child's end is reported.
+	queued *received
 }
 
 // received is one order and the descriptors that came with it.
@@ -108,6 +112,10 @@ func (s *supervisorProc) readOrders() {
 // next waits for ralph's next order, runs the child it starts, and says
 // whether to wait for another.
 func (s *supervisorProc) next() bool {
+	if q := s.queued; q != nil {
+		s.queued = nil
+		return s.run(*q)
+	}
 	for {
 		select {
 		case o := <-s.orders:
@@ -166,12 +174,16 @@ wait:
 			end.Status, end.Reaped = uint32(st), true
 			break wait
 		case o := <-s.orders:
+			if o.Kind == orderStart && s.queued == nil {
+				s.queued = &o // the next child: started after this one
+				continue
+			}
 			closeFDs(o.fds)
 			if o.Kind == orderKill && o.PID == pid {
 				break wait
 			}
 			if o.Kind == orderStart {
-				// Not sent by ralph, which waits for the end first.
+				// Not sent by ralph, which queues one start at most.
 				s.send(report{Kind: reportStarted, Error: "the supervisor is busy"})
 			}
 		case <-s.gone:
