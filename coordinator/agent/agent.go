@@ -37,6 +37,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
 // Request is one task for one child agent.
@@ -85,6 +87,13 @@ type Request struct {
 	// gets its prompt, with RawLog and OnStart, once the Hold gives them
 	// (see Hold). Only a PromptFirst backend takes one.
 	Hold *Hold
+	// After, when set, is the child of the agent run before this one,
+	// which may still be ending: this child is started right after it
+	// (proc.Cmd.After). OnProcess, when set, is called with the child's
+	// process as soon as it runs, before it has a prompt when held: what
+	// the next Request's After names.
+	After     *proc.Process
+	OnProcess func(*proc.Process)
 }
 
 // EventKind names what an Event reports.

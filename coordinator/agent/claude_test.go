@@ -265,6 +265,10 @@ func TestClaudeResults(t *testing.T) {
 	}
 }
 
+// fakeUpTimeout is a no-output timeout the fake claude surely outlasts
+// only when it hangs.
+const fakeUpTimeout = time.Second
+
 // The watchdog stops a child that goes silent, within NoOutputTimeout and
 // the grace period, and leaves nothing running
 // (anthropics/claude-code#39700).
@@ -272,7 +276,10 @@ func TestClaudeNoOutputWatchdog(t *testing.T) {
 	for _, mode := range []string{"hang", "hang_after_output"} {
 		t.Run(mode, func(t *testing.T) {
 			b, req, f := fakeClaude(t, "FAKE_CLAUDE_MODE="+mode)
-			req.NoOutputTimeout = 300 * time.Millisecond
+			// Long enough for the fake, a -race test binary, to come up
+			// and print on a loaded 2-core machine: CI saw it killed
+			// unheard at 300 ms.
+			req.NoOutputTimeout = fakeUpTimeout
 			ev := &events{t: t}
 			start := time.Now()
 			res, err := b.Run(t.Context(), req, ev.on)
@@ -298,7 +305,7 @@ func TestClaudeNoOutputWatchdog(t *testing.T) {
 // stands, and the child is still stopped.
 func TestClaudeHangAfterResult(t *testing.T) {
 	b, req, _ := fakeClaude(t, "FAKE_CLAUDE_MODE=hang_after_result")
-	req.NoOutputTimeout = 300 * time.Millisecond
+	req.NoOutputTimeout = fakeUpTimeout
 	res, err := b.Run(t.Context(), req, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -216,6 +216,7 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 	// ralph) left running. The supervisor reaches those too.
 	c.Contain = true
 	c.Mark = req.Mark
+	c.After = req.After
 
 	// stop passes ctx's cause on (a hard stop's proc.ErrStopNow): when
 	// the select below sees ctx done before the context package has
@@ -243,6 +244,9 @@ func runChild(ctx context.Context, c proc.Cmd, req Request, sink lineSink) (chil
 		return childEnd{}, err
 	}
 	end := childEnd{pid: p.Pid()}
+	if req.OnProcess != nil {
+		req.OnProcess(p)
+	}
 	if held != nil {
 		g, ok := req.Hold.await(ctx)
 		if !ok {

@@ -200,18 +200,20 @@ const (
 )
 
 // JournalEntry is one line of a fake claude's journal (FAKE_CLAUDE_JOURNAL):
-// a moment of the fake's, and the tasks its working directory's
-// RALPH_TASKS.md had done and in progress then.
+// a moment of the fake's, its parent (a supervisor, when contained), and
+// the tasks its working directory's RALPH_TASKS.md had done and in
+// progress then.
 type JournalEntry struct {
 	Moment Moment   `json:"moment"`
 	PID    int      `json:"pid"`
+	PPID   int      `json:"ppid"`
 	Done   []string `json:"done"`  // the ids of the "- [x]" tasks
 	Doing  []string `json:"doing"` // the ids of the "- [/]" tasks
 }
 
 // journalLine is the journal's line for the moment m, now.
 func journalLine(m Moment) string {
-	e := JournalEntry{Moment: m, PID: os.Getpid()}
+	e := JournalEntry{Moment: m, PID: os.Getpid(), PPID: os.Getppid()}
 	data, _ := os.ReadFile("RALPH_TASKS.md")
 	for _, line := range strings.Split(string(data), "\n") {
 		id, _, _ := strings.Cut(line[min(len(line), 6):], ":")
