@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent"
+	"github.com/ralph-dev/ralph/coordinator/proc"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -21,8 +22,11 @@ type request struct {
 	LogName string // the raw log's file name under .ralph/logs
 	Resume  string // the agent's session to continue (agent.Request.Resume)
 	OnStart func(pid int)
-	Mark    string // the session's mark on the agent's processes (sessionMark)
-	OnEvent func(agent.Event)
+	// OnProcess is given the agent's process once it runs
+	// (agent.Request.OnProcess).
+	OnProcess func(*proc.Process)
+	Mark      string // the session's mark on the agent's processes (sessionMark)
+	OnEvent   func(agent.Event)
 	// OnNotice is told what a person should know that is not the agent's
 	// (its log could not be written); nil: no one is told.
 	OnNotice func(text string)
@@ -104,6 +108,7 @@ func agentRequest(o Options, req request) agent.Request {
 		Dir: o.Root, Model: o.Model, Env: o.Env,
 		NoOutputTimeout: o.NoOutputTimeout, Timeout: o.IterationTimeout, Grace: o.Grace,
 		Mark: req.Mark, MaxTurns: o.MaxTurns, Permission: o.Permission, Resume: req.Resume,
+		OnProcess: req.OnProcess,
 	}
 }
 

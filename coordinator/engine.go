@@ -219,6 +219,10 @@ type Coordinator struct {
 	// warm is the next iteration's agent, started and held while ralph
 	// writes the last one's outcome (warm.go).
 	warm *warmAgent
+	// early is the next iteration's agent when it was started at the
+	// running one's answer, from the agent's reader (warmEarly); the loop
+	// takes it once that agent has ended (warmNext).
+	early atomic.Pointer[warmAgent]
 	// runnable is how many tasks a run could still do when this
 	// iteration began, its own included (startedEvent).
 	runnable int

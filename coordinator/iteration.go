@@ -51,7 +51,7 @@ func (c *Coordinator) iterate(ctx context.Context, task *mdstate.Item, ahead *be
 	if err != nil {
 		return "", err
 	}
-	a, err := c.runIteration(iterCtx, cancel, task.ID, prompt, agentLog)
+	a, err := c.runIteration(ctx, iterCtx, cancel, task.ID, prompt, agentLog)
 	if err != nil {
 		return "", err
 	}
@@ -190,7 +190,7 @@ func (c *Coordinator) startable(cur, picked *mdstate.Item) bool {
 // message cancels without ending the run, and so does a budget: --max-time
 // when its time is up, --max-cost and --max-tokens as soon as the usage
 // the agent streams reaches them.
-func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.CancelCauseFunc, id, prompt string, agentLog *logAhead) (attempt, error) {
+func (c *Coordinator) runIteration(ctx, iterCtx context.Context, cancel context.CancelCauseFunc, id, prompt string, agentLog *logAhead) (attempt, error) {
 	if c.opts.MaxTime > 0 {
 		t := time.AfterFunc(c.timeLeft(), func() { cancel(&limitHit{limitTime}) })
 		defer t.Stop()
@@ -210,19 +210,26 @@ func (c *Coordinator) runIteration(iterCtx context.Context, cancel context.Cance
 	}
 	// The last iteration's entry goes in beside this agent (ahead.go).
 	c.startEntry(cancel)
+	w := c.takeWarm()
+	running := &procSlot{}
+	if w != nil {
+		running = &w.proc
+	}
+	forward, early := c.forward(id, c.newSpending(), cancel), c.warmEarly(ctx, iterCtx, running)
 	req := request{
-		Prompt:   prompt,
-		LogName:  c.logName(id),
-		Log:      agentLog,
-		OnStart:  c.recordChild,
-		Mark:     sessionMark(c.opts.Root, s.ID),
-		OnEvent:  c.forward(id, c.newSpending(), cancel),
-		OnNotice: func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) },
-		Logs:     &c.logs,
+		Prompt:    prompt,
+		LogName:   c.logName(id),
+		Log:       agentLog,
+		OnStart:   c.recordChild,
+		OnProcess: running.set,
+		Mark:      sessionMark(c.opts.Root, s.ID),
+		OnEvent:   func(ev agent.Event) { forward(ev); early(ev) },
+		OnNotice:  func(text string) { c.emit(Event{Kind: EventNotice, Text: text}) },
+		Logs:      &c.logs,
 	}
 	var a attempt
 	var err error
-	if w := c.takeWarm(); w != nil {
+	if w != nil {
 		a, err = w.run(c.opts, req)
 	} else {
 		a, err = runAgent(iterCtx, c.opts, req)

@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ralph-dev/ralph/coordinator/agent/agenttest"
+	"github.com/ralph-dev/ralph/coordinator/proc"
 )
 
 // warmOptions are fakeClaudeOptions for n tasks, with the fake's journal.
@@ -170,4 +172,101 @@ func TestWarmAgentHeldTooLong(t *testing.T) {
 		t.Errorf("the agent started anew got its prompt with done %v, in progress %v", p.Done, p.Doing)
 	}
 	checkGone(t, pids)
+}
+
+// lingerOptions are warmOptions whose fake claude waits for linger after
+// its successful turn's result line before it exits.
+func lingerOptions(t *testing.T, n int, linger string) (opts Options, journal string) {
+	t.Helper()
+	opts, journal = warmOptions(t, n)
+	script := filepath.Join(t.TempDir(), "script")
+	if err := os.WriteFile(script, []byte(agenttest.Success+"@sleep "+linger+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts.Env = append(opts.Env, "FAKE_CLAUDE_SCRIPT="+script)
+	return opts, journal
+}
+
+// The next agent is ordered at its predecessor's complete answer, while
+// that one still runs (here it lingers after its result line, as Claude
+// Code may while it shuts down), and is started by the same supervisor
+// once it has ended: every agent after the first was ordered so and used,
+// none was started for nothing, all ran under the first one's supervisor
+// (without Cmd.After, one ordered while its predecessor ran would take a
+// supervisor of its own), and each read its prompt with its own task in
+// progress and the earlier ones done.
+func TestNextAgentOrderedAtTheAnswer(t *testing.T) {
+	opts, journal := lingerOptions(t, 3, "400ms")
+	var mu sync.Mutex
+	var running []bool // whether the predecessor ran as the next agent was ordered
+	earlyProbe = func(p *proc.Process) {
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case <-p.Done():
+			running = append(running, false)
+		default:
+			running = append(running, true)
+		}
+	}
+	t.Cleanup(func() { earlyProbe = nil })
+	co := newCoordinator(t, opts)
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopAllDone || out.TasksDone != 3 {
+		t.Fatalf("outcome %+v", out)
+	}
+	mu.Lock()
+	if !slices.Equal(running, []bool{true, true}) {
+		t.Errorf("next agents ordered while the last one ran: %v, want [true true] (agents 2 and 3)", running)
+	}
+	mu.Unlock()
+	pids, entries := byPID(t, journal)
+	if len(pids) != 3 {
+		t.Fatalf("%d agents: %v", len(pids), entries)
+	}
+	for i, pid := range pids {
+		e := entries[pid]
+		var before []string
+		for k := 1; k <= i; k++ {
+			before = append(before, "T"+strconv.Itoa(k))
+		}
+		if len(e) != 2 || !slices.Equal(e[1].Done, before) || !slices.Equal(e[1].Doing, []string{"T" + strconv.Itoa(i+1)}) {
+			t.Errorf("agent %d: %+v; want its prompt with done %v and T%d in progress", i+1, e, before, i+1)
+		}
+		if sup := entries[pids[0]][0].PPID; e[0].PPID != sup {
+			t.Errorf("agent %d ran under %d, the first under %d", i+1, e[0].PPID, sup)
+		}
+	}
+	checkGone(t, pids)
+}
+
+// An agent ordered at its predecessor's complete answer is killed before
+// it reads a byte when the run is not to go on after all: here a pause
+// asked for while the predecessor lingers after its result line.
+func TestNextAgentOrderedAtTheAnswerLetGo(t *testing.T) {
+	opts, journal := lingerOptions(t, 2, "200ms")
+	co := newCoordinator(t, opts)
+	ordered := make(chan struct{}, 2)
+	earlyProbe = func(*proc.Process) {
+		ordered <- struct{}{}
+		co.Pause()
+	}
+	t.Cleanup(func() { earlyProbe = nil })
+	out, _ := runAll(t, t.Context(), co)
+	if out.Reason != StopPaused || out.TasksDone != 1 {
+		t.Fatalf("outcome %+v", out)
+	}
+	if len(ordered) != 1 {
+		t.Errorf("%d agents ordered at an answer, want 1", len(ordered))
+	}
+	// The second agent may be killed before it even came up.
+	pids, entries := byPID(t, journal)
+	if len(pids) < 1 || len(pids) > 2 || len(entries[pids[0]]) != 2 || (len(pids) == 2 && len(entries[pids[1]]) != 1) {
+		t.Fatalf("journal %+v", entries)
+	}
+	checkGone(t, pids)
+	tasks, _, _ := loadState(t, opts.Root)
+	if t2 := tasks.Find("T2"); t2 == nil || t2.Status != "pending" {
+		t.Errorf("T2 %+v", t2)
+	}
 }
