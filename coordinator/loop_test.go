@@ -641,6 +641,27 @@ func TestRunPreparesTheAgent(t *testing.T) {
 	}
 }
 
+// Prepare, called before the coordinator opens, has the agent of a run
+// with a task to do (or a --task) get ready, and that of a run with
+// nothing to do not.
+func TestPrepareBeforeTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		tasks, task string
+		want        int32
+	}{
+		{tasksMD(1), "", 1},
+		{"# Tasks\n\n- [x] T1: Done already\n", "", 0},
+		{"# Tasks\n\n- [x] T1: Done already\n", "T1", 1},
+	} {
+		dir := projectDir(t, map[string]string{mdstate.TasksFile: tc.tasks})
+		ag := &preparingAgent{}
+		Prepare(Options{Root: dir, Agent: ag, Project: mdstate.Open(dir), TaskID: tc.task})
+		if got := ag.prepared.Load(); got != tc.want {
+			t.Errorf("tasks %q, --task %q: Prepare called %d times, want %d", tc.tasks, tc.task, got, tc.want)
+		}
+	}
+}
+
 // OneProc narrows the process to one processor while the loop runs its
 // agents, and gives back the count it found once the loop is over; without
 // it the count is left alone.

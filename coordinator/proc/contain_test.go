@@ -596,13 +596,7 @@ func TestPrepareStartsTheNextSupervisor(t *testing.T) {
 // letIdleGo lets every idle supervisor go and waits until each has exited.
 func letIdleGo(t *testing.T) {
 	t.Helper()
-	awaitPrepared()
-	pool.Lock()
-	idle := pool.idle
-	pool.idle = nil
-	pool.Unlock()
-	for _, s := range idle {
-		s.close()
+	for _, s := range releaseIdle() {
 		select {
 		case <-s.exited:
 		case <-time.After(5 * time.Second):
@@ -616,4 +610,22 @@ func liveSupervisors() int {
 	pool.Lock()
 	defer pool.Unlock()
 	return len(pool.live)
+}
+
+// LetIdleGo lets the idle supervisors go at once: each exits without
+// Shutdown, and the next start gets a new one.
+func TestLetIdleGo(t *testing.T) {
+	letIdleGo(t)
+	sup := supervisorOf(t, 0)
+	LetIdleGo()
+	waitGone(t, sup, 5*time.Second)
+	pool.Lock()
+	idle := len(pool.idle)
+	pool.Unlock()
+	if idle != 0 {
+		t.Errorf("%d supervisors idle after LetIdleGo", idle)
+	}
+	if next := supervisorOf(t, 0); next == sup {
+		t.Errorf("the next child ran under the supervisor let go (%d)", sup)
+	}
 }

@@ -129,6 +129,26 @@ func Shutdown() {
 	}
 }
 
+// LetIdleGo lets every idle supervisor go at once, without waiting for its
+// exit as Shutdown does: a program that will start no more children calls
+// it, and the supervisors' exits overlap its last work. A later start
+// starts a new one.
+func LetIdleGo() { releaseIdle() }
+
+// releaseIdle lets every idle supervisor go, and the one on its way once
+// it is up, and returns them.
+func releaseIdle() []*server {
+	awaitPrepared()
+	pool.Lock()
+	idle := pool.idle
+	pool.idle = nil
+	pool.Unlock()
+	for _, s := range idle {
+		s.close()
+	}
+	return idle
+}
+
 // takeServer returns an idle supervisor, and whether it served before, or
 // starts one.
 func takeServer() (s *server, reused bool, err error) {

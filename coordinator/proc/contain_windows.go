@@ -26,6 +26,9 @@ func Shutdown() {}
 // Prepare has nothing to start: there are no supervisors here.
 func Prepare() {}
 
+// LetIdleGo has nothing to let go: there are no supervisors here.
+func LetIdleGo() {}
+
 // supervisor is never made here: no Process has one.
 type supervisor struct{ name string }
 

@@ -159,6 +159,9 @@ ready; 2 usage;
 				return err
 			}
 			f.oneRun(&opts)
+			// The first agent's supervisor starts beside the rest of
+			// the run's start.
+			coordinator.Prepare(opts)
 			return runTasks(f, cmd, opts, o.JSON)
 		},
 	}
