@@ -17,6 +17,31 @@ func gcPercent() int {
 	return int(s[0].Value.Uint64())
 }
 
+// liveHeap reads the live heap back from the collector's goal, off by no
+// more than the stacks' and globals' share of it, at the rate in effect
+// (another test may have left collectForAgents' rule armed, which sets it
+// after each collection).
+func TestLiveHeap(t *testing.T) {
+	hold = make([]byte, 2*smallHeap)
+	t.Cleanup(func() { hold = nil })
+	for range 10 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // an armed rule's finalizer runs
+		percent := gcPercent()
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		live, got := s[0].Value.Uint64(), liveHeap(percent)
+		if gcPercent() != percent {
+			continue
+		}
+		if got < live || got > live+1<<20 {
+			t.Errorf("liveHeap(%d) = %d, the runtime's live heap %d", percent, got, live)
+		}
+		return
+	}
+	t.Fatal("the rate kept changing")
+}
+
 func TestGCPercentFor(t *testing.T) {
 	for live, want := range map[uint64]int{0: agentGCPercent, smallHeap - 1: agentGCPercent, smallHeap: GCPercent, 9 << 20: GCPercent} {
 		if got := gcPercentFor(live); got != want {
