@@ -352,8 +352,9 @@ func startSupervised(ctx context.Context, c Cmd, path string, stdout, stderr io.
 		c.After = nil // a retry takes any supervisor
 		p, err := launch(ctx, s, c, o, after, stdout, stderr)
 		if errors.Is(err, errNoReport) && reused {
-			// An idle supervisor killed from outside: the next one, or
-			// a new one, takes the child.
+			// An idle supervisor, or the one claimed after the last
+			// child (serverFor), killed from outside: the next one, or a
+			// new one, takes the child.
 			continue
 		}
 		if err != nil {
