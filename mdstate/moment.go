@@ -59,10 +59,10 @@ func (p *Project) readState(name string) ([]byte, fs.FileInfo, error) {
 // bytes of its last parse): then like itself is returned.
 func (p *Project) readStateLike(name string, like []byte) ([]byte, fs.FileInfo, error) {
 	path := p.Path(name)
-	data, fi, err := readCheckedLike(path, name, like)
+	data, fi, err := readCheckedLike(path, name, like, p.saveGrace())
 	if isMoment(int64(len(data)), err) && p.sawBytes(name) {
 		waitMoment(p.saveGrace(), func() bool {
-			data, fi, err = readCheckedLike(path, name, like)
+			data, fi, err = readCheckedLike(path, name, like, p.saveGrace())
 			return !isMoment(int64(len(data)), err)
 		})
 	}
@@ -124,4 +124,37 @@ func (p *Project) saw(name string, size int64, err error) {
 		p.full = map[string]bool{}
 	}
 	p.full[name] = err == nil && size > 0
+}
+
+// awaitWritten waits, up to wait, until no process has f's file open for
+// writing, and then holds a read lease on it, which makes any open of it
+// for writing wait until f is closed: what is read meanwhile is one whole
+// version. Without it a read can catch an editor in the middle of writing
+// its version into the file (vim writes a new file in place), and see
+// only the pages written so far, cut mid-line, as if the person had
+// deleted the rest; a save took such a read for their version and lost
+// the rest of their lines. Where leases are not available, or the wait
+// ends first, the file is read as it is.
+func awaitWritten(f *os.File, wait time.Duration) {
+	held, known := readLease(f)
+	if known && !held {
+		waitMoment(wait, func() bool {
+			held, _ = readLease(f)
+			return held
+		})
+	}
+}
+
+// awaitWriterDone is awaitWritten for a write of ralph's own to the file
+// at path, which it cannot make under a read lease: it waits, up to wait,
+// until no process has the file open for writing, and returns. An append
+// made while an editor is still writing its version into the file would
+// go where that write has got to, and the rest of it over the append.
+func awaitWriterDone(path string, wait time.Duration) {
+	f, err := openFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return
+	}
+	awaitWritten(f, wait)
+	_ = f.Close()
 }

@@ -2,6 +2,7 @@ package mdstate
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -46,6 +47,38 @@ func truncateSave(t *testing.T, path, data string, gap time.Duration) <-chan str
 		if _, err := f.WriteString(data); err != nil {
 			t.Error(err)
 		}
+	}()
+	return done
+}
+
+// halfSave saves data as vim does, in the background, with a pause in its
+// write: rename the file to a backup, write the new file up to cut (mid
+// line, as a read can catch a write at a page's end), wait gap, write the
+// rest, close, delete the backup. It returns once the first part is
+// written; the channel closes when the save is done.
+func halfSave(t *testing.T, path, data string, cut int, gap time.Duration) <-chan struct{} {
+	t.Helper()
+	if err := os.Rename(path, path+"~"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(data[:cut]); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(gap)
+		if _, err := f.WriteString(data[cut:]); err != nil {
+			t.Error(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+		_ = os.Remove(path + "~")
 	}()
 	return done
 }
@@ -100,8 +133,14 @@ func TestReadWaitsOutASave(t *testing.T) {
 			return strings.Repeat("x", int(lg.Size)), nil
 		}},
 	}
-	for _, style := range []string{"vim", "truncate"} {
+	for _, style := range []string{"vim", "truncate", "half-written"} {
 		for _, r := range reads {
+			if style == "half-written" && r.file == ProgressFile {
+				// The log is scanned for whole entries, never
+				// parsed whole: a read may end where a write has got
+				// to, and takes the entries up to there.
+				continue
+			}
 			t.Run(style+"/"+r.name, func(t *testing.T) {
 				dir := t.TempDir()
 				path := filepath.Join(dir, r.file)
@@ -111,10 +150,13 @@ func TestReadWaitsOutASave(t *testing.T) {
 					t.Fatal(err)
 				}
 				var done <-chan struct{}
-				if style == "vim" {
+				switch style {
+				case "vim":
 					done = vimSave(t, path, after, 100*time.Millisecond)
-				} else {
+				case "truncate":
 					done = truncateSave(t, path, after, 100*time.Millisecond)
+				default:
+					done = halfSave(t, path, after, len(before)/2, 100*time.Millisecond)
 				}
 				got, err := r.read(p)
 				<-done
@@ -180,6 +222,48 @@ func TestMissingAfterTheGrace(t *testing.T) {
 	}
 }
 
+// ralph's save of a file a person's editor is still writing takes in
+// their whole version: the part not yet written when the save looked is
+// not taken for lines they deleted. Before the save waited for writers,
+// it read the first half, made its edit on that, and merged the rest of
+// their save in as an append to it: the lines between the cut and the old
+// end left the file, for a backup (TestEditorsLoseNothing/vim saw it
+// under load).
+func TestSaveWaitsOutAWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, TasksFile)
+	var b strings.Builder
+	b.WriteString("# Tasks\n\n- [ ] T1: Toggled by ralph\n")
+	for i := 2; i <= 40; i++ {
+		fmt.Fprintf(&b, "- [ ] T%d: Written by hand, line %d\n", i, i)
+	}
+	before := b.String()
+	after := before + "- [ ] T41: Added by hand\n"
+	writeFile(t, path, before, 0o644)
+	p := Open(dir)
+	if _, err := p.LoadChecklist(TasksKind); err != nil {
+		t.Fatal(err)
+	}
+	var done <-chan struct{}
+	_, err := p.UpdateChecklist(TasksKind, func(e *ChecklistEdit) error {
+		if done == nil {
+			// ralph has read the file: their save begins before its
+			// look.
+			done = halfSave(t, path, after, len(before)/2+3, 150*time.Millisecond)
+		}
+		return e.SetStatus("T1", Done)
+	})
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(after, "- [ ] T1:", "- [x] T1:", 1)
+	if got := readFile(t, path); got != want {
+		t.Fatalf("the file holds\n%s\nwant their whole version with T1 done:\n%s", got, want)
+	}
+	noLeftovers(t, dir)
+}
+
 // Nothing writes a template over a file that is only in the middle of a
 // save: Learn and AppendProgress, which create their file when it is
 // missing, wait for it, and add to the person's version.
@@ -223,9 +307,10 @@ func TestNoTemplateOverASave(t *testing.T) {
 	})
 }
 
-// ralph's append that lands in the log an editor is about to replace (it
-// renamed it to its backup a moment before) is added to the new log.
-func TestAppendProgressFollowsASave(t *testing.T) {
+// readLog returns a Project whose progress log, "# Progress", it has
+// read, and the log's path.
+func readLog(t *testing.T) (*Project, string) {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, ProgressFile)
 	writeFile(t, path, "# Progress\n", 0o644)
@@ -233,6 +318,13 @@ func TestAppendProgressFollowsASave(t *testing.T) {
 	if _, err := p.ReadProgress(0); err != nil {
 		t.Fatal(err)
 	}
+	return p, path
+}
+
+// ralph's append that lands in the log an editor is about to replace (it
+// renamed it to its backup a moment before) is added to the new log.
+func TestAppendProgressFollowsASave(t *testing.T) {
+	p, path := readLog(t)
 	mine := "# Progress\n\n## By hand\n"
 	var done <-chan struct{}
 	// The editor moves the log away and writes its own version (read
@@ -249,6 +341,23 @@ func TestAppendProgressFollowsASave(t *testing.T) {
 	got := readFile(t, path)
 	if !strings.HasPrefix(got, mine) || strings.Count(got, "T1: First") != 1 {
 		t.Fatalf("log =\n%s\nwant the person's version and ralph's entry", got)
+	}
+}
+
+// An append to the log while a person's editor is still writing its
+// version into it waits for the write to end: appended at the end the
+// write had got to, ralph's entry was written over by the rest of theirs.
+func TestAppendProgressWaitsOutAWrite(t *testing.T) {
+	p, path := readLog(t)
+	mine := "# Progress\n\n## By hand\n\nA note of the person's, long enough to be cut in two.\n"
+	done := halfSave(t, path, mine, len(mine)/2, 150*time.Millisecond)
+	if err := p.AppendProgress(Entry{Title: "T1: First"}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	got := readFile(t, path)
+	if !strings.HasPrefix(got, mine) || !strings.HasSuffix(got, "T1: First\n") {
+		t.Fatalf("log =\n%s\nwant the person's version, then ralph's entry", got)
 	}
 }
 

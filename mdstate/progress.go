@@ -584,7 +584,8 @@ func (p *Project) appendProgress(e Entry, onOwn bool) error {
 func (p *Project) openLogForAppend() (*os.File, error) {
 	const tries = 3
 	for try := 1; ; try++ {
-		if fi, err := p.statState(ProgressFile); err == nil {
+		fi, err := p.statState(ProgressFile)
+		if err == nil {
 			if fi.IsDir() {
 				return nil, &FileError{File: ProgressFile, Msg: "is a directory, not a file", Hint: "move it out of the way, then run `ralph init` to create the file"}
 			}
@@ -597,6 +598,9 @@ func (p *Project) openLogForAppend() (*os.File, error) {
 			}
 		}
 		probeAt(probeLogLooked)
+		if err != nil || !p.leftAsOwn(ProgressFile, fi) {
+			awaitWriterDone(p.Path(ProgressFile), p.saveGrace())
+		}
 		f, err := openFile(p.Path(ProgressFile), os.O_RDWR|os.O_APPEND, 0)
 		if err == nil {
 			return f, nil

@@ -634,6 +634,15 @@ func (w ownWrite) sameFile(fi fs.FileInfo) bool {
 		(!w.tail || fi.ModTime().Equal(w.fi.ModTime()))
 }
 
+// leftAsOwn reports whether fi is file name as this Project's last write
+// of it left it (ownWrite.sameFile): nobody has written it since.
+func (p *Project) leftAsOwn(name string, fi fs.FileInfo) bool {
+	p.mu.Lock()
+	w, ok := p.own[name]
+	p.mu.Unlock()
+	return ok && w.sameFile(fi)
+}
+
 // noteWrite records a whole-file write of data; fi is the written file.
 func (p *Project) noteWrite(name string, data []byte, fi fs.FileInfo) {
 	p.setOwn(name, ownWrite{fi: fi, size: fi.Size(), data: data})

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 )
 
 // A save of a 10,000-task file reads it five times: before the edit, at
@@ -41,17 +42,23 @@ func readLike(f *os.File, like []byte) ([]byte, error) {
 	return readAll(f)
 }
 
-// readFileLike is os.ReadFile with readLike's shortcut.
-func readFileLike(path string, like []byte) ([]byte, error) {
-	if like == nil {
-		return os.ReadFile(path)
-	}
+// readFileLike is os.ReadFile with readLike's shortcut. A file that does
+// not hold like is read while no process writes it (awaitWritten waits up
+// to wait for that); one that does is that version, whole or not, and a
+// save takes in what comes after it as a later change.
+func readFileLike(path string, like []byte, wait time.Duration) ([]byte, error) {
 	f, err := openFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return readLike(f, like)
+	defer f.Close() // and with it the read lease, if held
+	if like != nil {
+		if same, err := sameContent(f, like); err != nil || same {
+			return like, err
+		}
+	}
+	awaitWritten(f, wait)
+	return readAll(f)
 }
 
 // sameContent reports whether the file f holds exactly want, from offset
@@ -119,7 +126,7 @@ func (p *Project) parsedBytesOf(name string) []byte {
 // parse of it, which passed them, that costs a compare.
 func (p *Project) readsAsSource(path, name string) error {
 	like := p.parsedBytesOf(name)
-	data, _, err := readCheckedLike(path, name, like)
+	data, _, err := readCheckedLike(path, name, like, p.saveGrace())
 	if err != nil {
 		return err
 	}

@@ -425,7 +425,7 @@ func (s *save) dropLeases() {
 
 // look reads the file as it is, waiting out an editor's save.
 func (s *save) look(expected []byte) ([]byte, error) {
-	cur, err := s.settled(func() ([]byte, error) { return readFileLike(s.path, expected) }, expected)
+	cur, err := s.settled(func() ([]byte, error) { return readFileLike(s.path, expected, s.grace) }, expected)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Missing: an editor renamed it away to save (vim).
 		return s.reappeared()
@@ -505,7 +505,7 @@ func (s *save) reappeared() ([]byte, error) {
 	var data []byte
 	err := fs.ErrNotExist
 	waitMoment(s.grace, func() bool {
-		data, err = os.ReadFile(s.path)
+		data, err = readFileLike(s.path, nil, s.grace)
 		return err == nil && len(data) > 0
 	})
 	if errors.Is(err, fs.ErrNotExist) {

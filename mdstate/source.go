@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 	"unicode/utf8"
 )
 
@@ -90,12 +91,13 @@ func readSource(path, name string) (*source, fs.FileInfo, error) {
 // readChecked reads a state file after checking that it is a regular file
 // of a size ralph reads, in the project (checkInside).
 func readChecked(path, name string) ([]byte, fs.FileInfo, error) {
-	return readCheckedLike(path, name, nil)
+	return readCheckedLike(path, name, nil, DefaultSaveGrace)
 }
 
 // readCheckedLike is readChecked of a file ralph expects to hold like:
-// then like itself is returned (readFileLike).
-func readCheckedLike(path, name string, like []byte) ([]byte, fs.FileInfo, error) {
+// then like itself is returned (readFileLike). It waits up to wait for a
+// process writing the file to be done (awaitWritten).
+func readCheckedLike(path, name string, like []byte, wait time.Duration) ([]byte, fs.FileInfo, error) {
 	if err := checkInside(path, name); err != nil {
 		return nil, nil, err
 	}
@@ -115,7 +117,7 @@ func readCheckedLike(path, name string, like []byte) ([]byte, fs.FileInfo, error
 	if fi.Size() > MaxFileBytes {
 		return nil, nil, &FileError{File: name, Msg: fmt.Sprintf("is %s, larger than the %s ralph reads", humanBytes(fi.Size()), humanBytes(MaxFileBytes)), Hint: "move old content elsewhere"}
 	}
-	data, err := readFileLike(path, like)
+	data, err := readFileLike(path, like, wait)
 	if errors.Is(err, fs.ErrNotExist) { // gone since the stat: an editor's save
 		return nil, nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
 	}

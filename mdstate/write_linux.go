@@ -25,19 +25,29 @@ func exchange(tmp, path string) error {
 
 // openForWriting reports whether any process has the file f (opened
 // read-only) open for writing: an appender that opened it before ralph's
-// swap may still write into it. It asks for a read lease, which the kernel
-// grants only when nobody does, and gives it back at once. known is false
-// where leases are not available (a file of another user's, a network
-// file system).
+// swap may still write into it. It asks for a read lease (readLease) and
+// gives it back at once. known is false where leases are not available.
 func openForWriting(f *os.File) (writing, known bool) {
-	fd := f.Fd()
-	_, err := unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_RDLCK)
+	held, known := readLease(f)
+	if held {
+		dropLease(f)
+	}
+	return known && !held, known
+}
+
+// readLease asks for a read lease on the file f (opened read-only) is
+// open on. The kernel grants one only while no process has the file open
+// for writing, and until it is given back (dropLease, or closing f) an
+// open of the file for writing or a truncation waits. held reports
+// whether it was granted; known is false where leases are not available
+// (a file of another user's, a network file system).
+func readLease(f *os.File) (held, known bool) {
+	_, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_RDLCK)
 	switch {
 	case err == nil:
-		_, _ = unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_UNLCK)
-		return false, true
-	case errors.Is(err, unix.EAGAIN):
 		return true, true
+	case errors.Is(err, unix.EAGAIN):
+		return false, true
 	}
 	return false, false
 }

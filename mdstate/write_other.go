@@ -11,6 +11,10 @@ func exchange(tmp, path string) error { return errNoExchange }
 // openForWriting is known only on Linux (write_linux.go).
 func openForWriting(f *os.File) (writing, known bool) { return false, false }
 
+// readLease is Linux's (write_linux.go); elsewhere a read cannot keep
+// writers out.
+func readLease(f *os.File) (held, known bool) { return false, false }
+
 // takeLease: leases are Linux's (write_linux.go); without one a save
 // compares what it needs to know.
 func takeLease(f *os.File) bool { return false }
