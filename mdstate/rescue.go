@@ -85,14 +85,24 @@ func (p *Project) rescue(name, path, tmp string) (r Rescue, kept bool, err error
 	case err != nil:
 		return Rescue{}, false, fmt.Errorf("read %s: %w", tmp, err)
 	}
-	if cur, err := os.ReadFile(path); err == nil && linesIn(left, cur) {
-		return Rescue{}, false, removeLeftover(tmp)
-	}
 	stamp := time.Now()
 	if fi, err := os.Stat(tmp); err == nil {
 		stamp = fi.ModTime()
 	}
-	backup, err := p.backupData(name, left, stamp)
+	if r, kept, err = p.keepUnlessIn(name, path, left, stamp); err != nil {
+		return r, kept, err
+	}
+	return r, kept, removeLeftover(tmp)
+}
+
+// keepUnlessIn keeps data, a version of state file name (whose file is
+// path), as a backup stamped stamp, unless every line of it is in the
+// file. kept says whether it did.
+func (p *Project) keepUnlessIn(name, path string, data []byte, stamp time.Time) (r Rescue, kept bool, err error) {
+	if cur, err := os.ReadFile(path); err == nil && linesIn(data, cur) {
+		return Rescue{}, false, nil
+	}
+	backup, err := p.backupData(name, data, stamp)
 	if err != nil {
 		return Rescue{}, false, err
 	}
@@ -100,7 +110,7 @@ func (p *Project) rescue(name, path, tmp string) (r Rescue, kept bool, err error
 	p.mu.Lock()
 	p.rescued = append(p.rescued, r)
 	p.mu.Unlock()
-	return r, true, removeLeftover(tmp)
+	return r, true, nil
 }
 
 // linesIn reports whether every line of a is in b, as often as in a.

@@ -187,22 +187,28 @@ func (s *save) run(base, want []byte) (err error) {
 	s.known = append(s.known, base)
 	defer func() { err = s.release(err) }()
 	disk := onDisk{data: base}
+	// rebased says the last try found a person's version in place, whole
+	// (a read waits out a write under way), and made the edit again on it.
+	rebased := false
 	for try := 1; ; try++ {
 		if (try > maxSaveTries && !disk.ours) || try > hardSaveTries {
 			return &ChurnError{File: s.name, Tries: try - 1}
 		}
-		if try > 1 {
+		if try > 1 && !rebased {
 			// A person's editor is mid-save: give it a moment.
 			time.Sleep(min(time.Duration(try)*500*time.Microsecond, 10*time.Millisecond))
 		}
+		rebased = false
 		if !bytes.Equal(want, disk.data) || (s.force && try == 1) {
 			got, placed, err := s.swap(want, disk)
 			if err != nil {
 				return err
 			}
 			if !placed {
-				// The file is a person's version, and ralph's is not in.
+				// The file is a person's version, and ralph's is not in:
+				// tried again at once, before their next save.
 				want, disk = s.incorporate(got, disk.data, want), onDisk{data: got}
+				rebased = true
 				continue
 			}
 			prev := disk
@@ -635,16 +641,26 @@ func (s *save) release(err error) error {
 		if h.f != nil {
 			_ = h.f.Close()
 		}
+		var r Rescue
+		var kept bool
+		var rerr error
 		switch {
-		case h.unlinked:
 		case err == nil:
-			_ = os.Remove(h.tmp)
-		default:
-			r, kept, rerr := s.p.rescue(s.name, s.path, h.tmp)
-			errs = append(errs, rerr)
-			if kept && churn != nil {
-				churn.Backups = append(churn.Backups, r.Backup)
+			if !h.unlinked {
+				_ = os.Remove(h.tmp)
 			}
+			continue
+		case h.unlinked:
+			// Out of the folder: a change made to it after the unlink,
+			// which the save took in but could not place, is only in
+			// ralph's copy of it now.
+			r, kept, rerr = s.p.keepUnlessIn(s.name, s.path, h.data, time.Now())
+		default:
+			r, kept, rerr = s.p.rescue(s.name, s.path, h.tmp)
+		}
+		errs = append(errs, rerr)
+		if kept && churn != nil {
+			churn.Backups = append(churn.Backups, r.Backup)
 		}
 	}
 	s.held = nil
