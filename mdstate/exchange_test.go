@@ -425,47 +425,60 @@ func TestSaveGivesUpOnChurn(t *testing.T) {
 }
 
 // A line appended to the file ralph's swap took out, after ralph unlinked
-// it, is taken in; if the save then gives up on churn before it can place
-// it, the line is kept in a backup: that file is out of the folder, and
-// the line was only in ralph's copy of it.
-func TestSaveGivesUpKeepingALateAppend(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, TasksFile)
-	writeFile(t, path, "# Tasks\n\n- [ ] T1: First\n", 0o644)
-	p := Open(dir)
-	f := openAppend(t, path) // the appender has the old file open
-	looks := 0
-	setProbe(t, func(pp probePoint) {
-		switch {
-		case pp == probeUnlinked && f != nil:
-			appendTo(t, f, "- [ ] Late, by hand\n")
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
+// it, is taken in, and the save does not give up on churn before it has
+// placed it: that file is out of the folder, and the line is only in
+// ralph's copy of it. Where the churn goes on to the hard bound, the
+// line is kept in a backup.
+func TestSaveKeepsALateAppendThroughChurn(t *testing.T) {
+	for _, churn := range []int{maxSaveTries + 5, hardSaveTries + 5} {
+		t.Run(strconv.Itoa(churn), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, TasksFile)
+			writeFile(t, path, "# Tasks\n\n- [ ] T1: First\n", 0o644)
+			p := Open(dir)
+			f := openAppend(t, path) // the appender has the old file open
+			looks := 0
+			setProbe(t, func(pp probePoint) {
+				switch {
+				case pp == probeUnlinked && f != nil:
+					appendTo(t, f, "- [ ] Late, by hand\n")
+					if err := f.Close(); err != nil {
+						t.Fatal(err)
+					}
+					f = nil
+				case pp == probeLooked:
+					// From the second swap on, a person saves in the
+					// gap, churn times.
+					if looks++; looks > 1 && looks <= churn+1 {
+						renameSave(t, path, readFile(t, path)+"- [ ] Version "+strconv.Itoa(looks)+"\n")
+					}
+				}
+			})
+			_, err := p.UpdateChecklist(TasksKind, func(e *ChecklistEdit) error { return e.SetStatus("T1", Done) })
+			if churn < hardSaveTries {
+				if err != nil {
+					t.Fatalf("gave up with the late line not placed: %v", err)
+				}
+				if got := readFile(t, path); !strings.Contains(got, "Late, by hand\n") || !strings.Contains(got, "- [x] T1") {
+					t.Fatalf("file =\n%s\nwant the late line and T1 done", got)
+				}
+				noLeftovers(t, dir)
+				return
 			}
-			f = nil
-		case pp == probeLooked:
-			// From the second swap on, a person saves in every gap.
-			if looks++; looks > 1 {
-				renameSave(t, path, readFile(t, path)+"- [ ] Version "+strconv.Itoa(looks)+"\n")
+			var ce *ChurnError
+			if !errors.As(err, &ce) || ce.Tries != hardSaveTries {
+				t.Fatalf("err = %v, want a ChurnError after %d tries", err, hardSaveTries)
 			}
-		}
-	})
-	_, err := p.UpdateChecklist(TasksKind, func(e *ChecklistEdit) error { return e.SetStatus("T1", Done) })
-	var churn *ChurnError
-	if !errors.As(err, &churn) {
-		t.Fatalf("err = %v, want a ChurnError", err)
+			kept := readFile(t, path)
+			for _, r := range p.Rescued() {
+				kept += readFile(t, r.Backup)
+			}
+			if !strings.Contains(kept, "Late, by hand\n") || len(ce.Backups) == 0 {
+				t.Fatalf("the late line is neither in the file nor in a backup the error names (%d backups):\n%s", len(ce.Backups), kept)
+			}
+			noLeftovers(t, dir)
+		})
 	}
-	kept := readFile(t, path)
-	for _, r := range p.Rescued() {
-		kept += readFile(t, r.Backup)
-	}
-	if !strings.Contains(kept, "Late, by hand\n") {
-		t.Fatalf("the late line is neither in the file nor in a backup (%d backups):\n%s", len(p.Rescued()), kept)
-	}
-	if len(churn.Backups) == 0 {
-		t.Errorf("the ChurnError names no backup")
-	}
-	noLeftovers(t, dir)
 }
 
 // noLeftovers fails if a save left a temporary file beside the files.

@@ -47,7 +47,8 @@ import (
 // maxSaveTries bounds the tries of one save: a file that changes during
 // every one of them is being rewritten by a program in a loop. A save
 // gives up only while the file holds a person's version, so that its own
-// outdated version is never left in place; hardSaveTries bounds that wait.
+// outdated version is never left in place, and has every line of the
+// versions it took out of place (givesUp); hardSaveTries bounds that wait.
 const (
 	maxSaveTries  = 50
 	hardSaveTries = 2 * maxSaveTries
@@ -191,7 +192,7 @@ func (s *save) run(base, want []byte) (err error) {
 	// (a read waits out a write under way), and made the edit again on it.
 	rebased := false
 	for try := 1; ; try++ {
-		if (try > maxSaveTries && !disk.ours) || try > hardSaveTries {
+		if s.givesUp(try, disk) {
 			return &ChurnError{File: s.name, Tries: try - 1}
 		}
 		if try > 1 && !rebased {
@@ -229,6 +230,26 @@ func (s *save) run(base, want []byte) (err error) {
 		}
 		want = s.incorporateLate(h, now, want)
 	}
+}
+
+// givesUp reports whether the save stops before try: past maxSaveTries,
+// while the file holds a person's version with every line of the
+// versions the save took out of place (the lines a person wrote into one
+// of those after the swap are not in the file yet: the save goes on to
+// place them); past hardSaveTries in any case.
+func (s *save) givesUp(try int, disk onDisk) bool {
+	switch {
+	case try > hardSaveTries:
+		return true
+	case try <= maxSaveTries || disk.ours:
+		return false
+	}
+	for _, h := range s.held {
+		if !linesIn(h.data, disk.data) {
+			return false
+		}
+	}
+	return true
 }
 
 // ralphs reports whether the file, as the save left it, is ralph's write:
