@@ -47,8 +47,9 @@ import (
 // maxSaveTries bounds the tries of one save: a file that changes during
 // every one of them is being rewritten by a program in a loop. A save
 // gives up only while the file holds a person's version, so that its own
-// outdated version is never left in place, and has every line of the
-// versions it took out of place (givesUp); hardSaveTries bounds that wait.
+// outdated version is never left in place, and only once all the
+// changes it took in are in place (givesUp); hardSaveTries bounds that
+// wait.
 const (
 	maxSaveTries  = 50
 	hardSaveTries = 2 * maxSaveTries
@@ -143,6 +144,10 @@ type save struct {
 	// keepHeld is set when a person's version was taken over want:
 	// then a replaced file with lines the file lacks is kept as a backup.
 	keepHeld bool
+	// unplaced is set when the save took in a change written into a file
+	// its swap had taken out (incorporateLate), and cleared when its next
+	// version is in place: until then the change is in no file in place.
+	unplaced bool
 	// written is the file ralph last put in place.
 	written fs.FileInfo
 	// final is what the file holds when the save ends, and ours whether
@@ -214,6 +219,7 @@ func (s *save) run(base, want []byte) (err error) {
 			}
 			prev := disk
 			disk = onDisk{data: want, ours: true}
+			s.unplaced = false
 			s.known = append(s.known, want)
 			if !bytes.Equal(got, prev.data) {
 				want = s.incorporate(got, prev.data, want)
@@ -233,23 +239,15 @@ func (s *save) run(base, want []byte) (err error) {
 }
 
 // givesUp reports whether the save stops before try: past maxSaveTries,
-// while the file holds a person's version with every line of the
-// versions the save took out of place (the lines a person wrote into one
-// of those after the swap are not in the file yet: the save goes on to
-// place them); past hardSaveTries in any case.
+// while the file holds a person's version and every change the save took
+// in is in place (a line a person wrote into a file the swap had taken
+// out is in no file in place until the save places it: it goes on to do
+// so); past hardSaveTries in any case.
 func (s *save) givesUp(try int, disk onDisk) bool {
-	switch {
-	case try > hardSaveTries:
+	if try > hardSaveTries {
 		return true
-	case try <= maxSaveTries || disk.ours:
-		return false
 	}
-	for _, h := range s.held {
-		if !linesIn(h.data, disk.data) {
-			return false
-		}
-	}
-	return true
+	return try > maxSaveTries && !disk.ours && !s.unplaced
 }
 
 // ralphs reports whether the file, as the save left it, is ralph's write:
@@ -320,6 +318,7 @@ func hunkSize(base, x []byte) int {
 // file h after ralph read it (it reads now).
 func (s *save) incorporateLate(h *replaced, now, want []byte) []byte {
 	defer func() { h.data = now }()
+	s.unplaced = true
 	return s.incorporate(now, h.data, want)
 }
 
