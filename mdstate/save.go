@@ -650,9 +650,9 @@ func (s *save) syncFolder() error {
 	return syncDir(filepath.Dir(s.path))
 }
 
-// release closes the replaced files and returns err. After a failure,
-// one still in the folder may hold bytes the file does not: it is kept as
-// a backup then, as Recover would, and a ChurnError names the backups.
+// release closes the replaced files and returns err. After a failure, a
+// replaced file may hold lines the file does not: it is kept as a backup
+// then (keepFailed), and a ChurnError names the backups.
 func (s *save) release(err error) error {
 	var churn *ChurnError
 	errors.As(err, &churn)
@@ -661,23 +661,13 @@ func (s *save) release(err error) error {
 		if h.f != nil {
 			_ = h.f.Close()
 		}
-		var r Rescue
-		var kept bool
-		var rerr error
-		switch {
-		case err == nil:
+		if err == nil {
 			if !h.unlinked {
 				_ = os.Remove(h.tmp)
 			}
 			continue
-		case h.unlinked:
-			// Out of the folder: a change made to it after the unlink,
-			// which the save took in but could not place, is only in
-			// ralph's copy of it now.
-			r, kept, rerr = s.p.keepUnlessIn(s.name, s.path, h.data, time.Now())
-		default:
-			r, kept, rerr = s.p.rescue(s.name, s.path, h.tmp)
 		}
+		r, kept, rerr := s.keepFailed(h)
 		errs = append(errs, rerr)
 		if kept && churn != nil {
 			churn.Backups = append(churn.Backups, r.Backup)
@@ -688,6 +678,18 @@ func (s *save) release(err error) error {
 		return errors.Join(err, rerr)
 	}
 	return err
+}
+
+// keepFailed keeps the replaced file h, after a save that failed, as a
+// backup when the file lacks lines of it. One still in the folder is kept
+// from there, as Recover would; one unlinked already from ralph's copy of
+// it, the only place left for a change made to it after the unlink, which
+// the save took in but could not place.
+func (s *save) keepFailed(h *replaced) (Rescue, bool, error) {
+	if h.unlinked {
+		return s.p.keepUnlessIn(s.name, s.path, h.data, time.Now())
+	}
+	return s.p.rescue(s.name, s.path, h.tmp)
 }
 
 // readAll reads the whole file f from its start, whatever its offset.
