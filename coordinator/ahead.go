@@ -27,6 +27,12 @@ import (
 // the same write. Otherwise the loop picks and begins the next task with a
 // write of its own, as before.
 //
+// A new session's first write begins its first iteration the same way,
+// when the loop would begin it at once (mayBeginFirst: the checks it
+// makes before an iteration, none of which a new session's write
+// changes): one write of RALPH_TASKS.md fewer at the start of every run,
+// on the way to its first agent.
+//
 // A kill after that write and before the entry is appended leaves a
 // session in phase "agent" with a named result: recovery writes the
 // entry from it and the report kept with it (restoreEntry), and then
@@ -53,7 +59,8 @@ import (
 type beganAhead struct {
 	task *mdstate.Item
 	open int // tasks a run may still do, this one included
-	// after is the iteration whose write began this one, and its task.
+	// after is the iteration whose write began this one, and its task:
+	// 0 and "" for a session's first, begun by the session's first write.
 	after     int
 	afterTask string
 }
@@ -123,6 +130,67 @@ func (c *Coordinator) beginInWrite(e *mdstate.ChecklistEdit, done *mdstate.Item)
 	return b, nil
 }
 
+// mayBeginFirst reports whether a new session's first write may begin its
+// first iteration: the checks the loop makes before it begins one
+// (nextTask's, begin's preflight), made before that write. A --task run,
+// one that commits, and one that any check would hold back open the
+// session alone, and the loop begins the iteration with a write of its own.
+func (c *Coordinator) mayBeginFirst(ctx context.Context) bool {
+	if c.opts.TaskID != "" || c.opts.Commit || ctx.Err() != nil || !c.pace.clear() {
+		return false
+	}
+	if paused, _ := c.pauseRequested(); paused {
+		return false
+	}
+	if r, _ := c.limitReached(); r != "" {
+		return false
+	}
+	if r, _ := c.breaker(); r != "" {
+		return false
+	}
+	if r, _ := c.lowDisk(); r != "" {
+		return false
+	}
+	return c.preflight() == nil
+}
+
+// openSession writes the new session c.session, and in the same write
+// begins its first iteration on task, picked from the file as it was read
+// before, when mayBeginFirst allows and the file still has task as it was
+// picked (startable); otherwise the session opens alone, in phase
+// "starting", and the loop picks and begins.
+func (c *Coordinator) openSession(ctx context.Context, task *mdstate.Item) error {
+	if !c.mayBeginFirst(ctx) {
+		return c.saveSession(nil)
+	}
+	s := &c.session
+	var b *beganAhead
+	var was mdstate.Status
+	err := c.saveTask(task.ID, func(e *mdstate.ChecklistEdit) error {
+		// Run again on a file that changed meanwhile: from the start.
+		b, s.Iteration, s.Task, s.Phase = nil, 0, "", mdstate.PhaseStarting
+		tasks := e.Checklist()
+		cur := tasks.Find(task.ID)
+		if cur == nil || !c.startable(cur, task) {
+			return nil
+		}
+		was = cur.Status
+		b = &beganAhead{task: cur, open: runnableTasks(tasks)}
+		s.Iteration++
+		s.Task, s.Phase = cur.ID, mdstate.PhaseAgent
+		return e.SetStatus(cur.ID, mdstate.InProgress)
+	})
+	if err != nil {
+		s.Iteration, s.Task, s.Phase = 0, "", mdstate.PhaseStarting
+		return err
+	}
+	if b != nil {
+		c.own.marked(b.task.ID, was, mdstate.InProgress)
+		c.ahead = b
+	}
+	return nil
+}
+
 // stopDue reports whether the run is to stop before the next agent: it
 // was stopped or paused since the write that began the next iteration.
 func (c *Coordinator) stopDue(ctx context.Context) bool {
@@ -136,8 +204,10 @@ func (c *Coordinator) stopDue(ctx context.Context) bool {
 // pending again, the session as the outcome's write would have left it
 // alone, in phase "writing" of the done iteration: the next start writes
 // that iteration's entry if it is not in the log, and counts no attempt
-// for a task that was never tried. Without an iteration begun ahead it is
-// nil, a write of the session alone.
+// for a task that was never tried. The first iteration, begun by the
+// session's first write, goes back to a session in phase "starting".
+// Without an iteration begun ahead it is nil, a write of the session
+// alone.
 func (c *Coordinator) undoAhead() func(e *mdstate.ChecklistEdit) error {
 	b := c.ahead
 	if b == nil {
@@ -146,6 +216,9 @@ func (c *Coordinator) undoAhead() func(e *mdstate.ChecklistEdit) error {
 	c.ahead = nil
 	s := &c.session
 	s.Iteration, s.Task, s.Phase = b.after, b.afterTask, mdstate.PhaseWriting
+	if b.after == 0 {
+		s.Phase = mdstate.PhaseStarting
+	}
 	if r := s.Result; r != nil && r.Task != "" {
 		own := *r
 		own.Iteration, own.Task = 0, ""

@@ -5,6 +5,7 @@ package coordinator
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -108,23 +109,7 @@ func TestRecoverBegunAheadEntryWritten(t *testing.T) {
 // 1, and T1's entry is in the log once.
 func TestPauseAfterBegunAhead(t *testing.T) {
 	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(3)})
-	fa := &fakeAgent{}
-	var co *Coordinator
-	paused := false
-	now := func() time.Time {
-		if !paused {
-			if data, err := os.ReadFile(dir + "/" + mdstate.TasksFile); err == nil && strings.Contains(string(data), "- [/] T2:") {
-				paused = true
-				co.Pause()
-			}
-		}
-		return time.Now()
-	}
-	co = newCoordinator(t, Options{Root: dir, Agent: fa, Now: now})
-	out, _ := runAll(t, t.Context(), co)
-	if !paused {
-		t.Fatal("T2 was never begun in the write of T1's outcome")
-	}
+	out, fa := runPausingAt(t, dir, "- [/] T2:", nil)
 	if out.Reason != StopPaused || fa.calls() != 1 || out.TasksDone != 1 {
 		t.Fatalf("outcome %+v after %d agents", out, fa.calls())
 	}
@@ -138,6 +123,160 @@ func TestPauseAfterBegunAhead(t *testing.T) {
 	if n := lg.Entries; n != 1 || lg.Recent[0].Title != "T1: Task number 1" {
 		t.Errorf("log: %d entries %+v", n, lg.Recent)
 	}
+}
+
+// A new session's first write begins its first iteration: the first
+// agent runs with T1 in progress and the session in phase "agent" of
+// iteration 1, after one write of RALPH_TASKS.md (TestRunEventsInOrder
+// has the whole order of writes). A pause that comes after that write
+// (here, on the first look at the clock once the file shows T1 in
+// progress) takes T1 back before any agent: T1 pending without an attempt
+// or a note, written back in a session in phase "starting" (not
+// "writing", which is an iteration's that ran), and the session paused at
+// iteration 0 with nothing in the log.
+func TestFirstWriteBeginsFirstIteration(t *testing.T) {
+	t.Run("runs", func(t *testing.T) {
+		dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+		var seen string
+		fa := &fakeAgent{before: func(n int) {
+			if n == 1 {
+				data, _ := os.ReadFile(filepath.Join(dir, mdstate.TasksFile))
+				seen = string(data)
+			}
+		}}
+		co := newCoordinator(t, Options{Root: dir, Agent: fa})
+		out, evs := runAll(t, t.Context(), co)
+		if out.Reason != StopAllDone || out.TasksDone != 2 {
+			t.Fatalf("outcome %+v", out)
+		}
+		writes := 0 // of RALPH_TASKS.md before T1's iteration began
+		for _, e := range evs {
+			if e.Kind == EventTaskStarted {
+				break
+			}
+			if e.Kind == EventStateWritten && e.File == mdstate.TasksFile {
+				writes++
+			}
+		}
+		if !strings.Contains(seen, "- [/] T1:") || !strings.Contains(seen, "- phase: agent\n- iteration: 1\n- task: T1\n") {
+			t.Errorf("the first agent started with RALPH_TASKS.md:\n%s", seen)
+		}
+		if writes != 1 {
+			t.Errorf("%d writes of RALPH_TASKS.md before the first agent, want 1", writes)
+		}
+	})
+	t.Run("paused before the agent", func(t *testing.T) {
+		dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+		var undone string // the file once T1 is pending again
+		out, fa := runPausingAt(t, dir, "- [/] T1:", func(tasks string) {
+			if undone == "" && strings.Contains(tasks, "- [ ] T1:") {
+				undone = tasks
+			}
+		})
+		if out.Reason != StopPaused || fa.calls() != 0 || out.TasksDone != 0 {
+			t.Fatalf("outcome %+v after %d agents", out, fa.calls())
+		}
+		if !strings.Contains(undone, "- phase: starting\n- iteration: 0\n") {
+			t.Errorf("T1 taken back in:\n%s", undone)
+		}
+		tasks, s, lg := loadState(t, dir)
+		if t1 := tasks.Find("T1"); t1.Status != mdstate.Pending || t1.Attempts != 0 || len(t1.Notes) != 0 {
+			t.Errorf("T1 %s, %d attempts, notes %q", t1.Status, t1.Attempts, t1.Notes)
+		}
+		if s.Status != mdstate.SessionPaused || s.Iteration != 0 || s.Task != "" {
+			t.Errorf("session %+v", s)
+		}
+		if lg.Entries != 0 {
+			t.Errorf("log: %d entries %+v", lg.Entries, lg.Recent)
+		}
+	})
+}
+
+// A person who changes the picked task between ralph's read of the tasks
+// and the session's first write (here, marks T1 done as that write looks
+// at the clock) keeps their change: the write opens the session alone,
+// and the loop picks again, T2.
+func TestFirstWriteLeavesAChangedTask(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(2)})
+	path := filepath.Join(dir, mdstate.TasksFile)
+	edited := false
+	now := func() time.Time {
+		if !edited && calledFrom("openSession") {
+			edited = true
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(path, []byte(strings.Replace(string(data), "- [ ] T1:", "- [x] T1:", 1)), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		return time.Now()
+	}
+	fa := &fakeAgent{}
+	co := newCoordinator(t, Options{Root: dir, Agent: fa, Now: now})
+	out, _ := runAll(t, t.Context(), co)
+	if !edited {
+		t.Fatal("the session's first write never looked at the clock")
+	}
+	if out.Reason != StopAllDone || fa.calls() != 1 || out.TasksDone != 1 {
+		t.Fatalf("outcome %+v after %d agents", out, fa.calls())
+	}
+	if p := fa.prompt(1); !strings.Contains(p, "T2") {
+		t.Errorf("the agent was given:\n%s", p)
+	}
+	tasks, s, _ := loadState(t, dir)
+	if t1 := tasks.Find("T1"); t1.Status != mdstate.Done || t1.Attempts != 0 || len(t1.Notes) != 0 {
+		t.Errorf("T1 %s, %d attempts, notes %q", t1.Status, t1.Attempts, t1.Notes)
+	}
+	if s.Iteration != 1 || s.Done != 1 {
+		t.Errorf("session %+v", s)
+	}
+}
+
+// calledFrom reports whether a method named name of the Coordinator is
+// on the calling goroutine's stack.
+func calledFrom(name string) bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, ".(*Coordinator)."+name) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// runPausingAt runs a coordinator on dir that asks for a pause on its
+// first look at the clock once RALPH_TASKS.md holds marker, and passes the
+// file to then (when set) at each look after that. It fails the test when
+// the file never held marker.
+func runPausingAt(t *testing.T, dir, marker string, then func(tasks string)) (Outcome, *fakeAgent) {
+	t.Helper()
+	path := filepath.Join(dir, mdstate.TasksFile)
+	fa := &fakeAgent{}
+	var co *Coordinator
+	paused := false
+	now := func() time.Time {
+		data, _ := os.ReadFile(path)
+		switch {
+		case !paused && strings.Contains(string(data), marker):
+			paused = true
+			co.Pause()
+		case paused && then != nil:
+			then(string(data))
+		}
+		return time.Now()
+	}
+	co = newCoordinator(t, Options{Root: dir, Agent: fa, Now: now})
+	out, _ := runAll(t, t.Context(), co)
+	if !paused {
+		t.Fatalf("RALPH_TASKS.md never held %q", marker)
+	}
+	return out, fa
 }
 
 // With --commit no iteration is begun ahead: a task's commit holds the

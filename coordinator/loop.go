@@ -26,7 +26,7 @@ func (c *Coordinator) run(ctx context.Context) (Outcome, error) {
 		prepareAgent(c.opts, tasks)
 		c.skippedBefore = c.skippedEarlier(tasks)
 	}
-	stop, err := c.open()
+	stop, err := c.open(ctx)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -109,9 +109,10 @@ func Prepare(o Options) {
 }
 
 // open recovers the project's files, then continues the recorded session
-// or starts a new one. It returns an outcome when there is nothing to do:
-// no session is opened then and nothing is written.
-func (c *Coordinator) open() (*Outcome, error) {
+// or starts a new one, whose first write begins its first iteration when
+// nothing stands before it (openSession). It returns an outcome when there
+// is nothing to do: no session is opened then and nothing is written.
+func (c *Coordinator) open(ctx context.Context) (*Outcome, error) {
 	// A half-merged state file is never written, and its tasks are not
 	// run: the person resolves the conflict first.
 	if err := c.p.CheckConflicts(); err != nil {
@@ -134,7 +135,8 @@ func (c *Coordinator) open() (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, stop := c.pick(tasks); stop != nil {
+	first, stop := c.pick(tasks)
+	if stop != nil {
 		// Nothing to do: no session opens, and this run's counts are
 		// none (not the last session's).
 		if stop.Reason == StopAllDone {
@@ -154,7 +156,7 @@ func (c *Coordinator) open() (*Outcome, error) {
 		}
 		repo.Close()
 	}
-	return nil, c.saveSession(nil)
+	return nil, c.openSession(ctx, first)
 }
 
 // loop runs iterations until something stops it.

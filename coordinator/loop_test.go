@@ -214,12 +214,11 @@ func TestRunEventsInOrder(t *testing.T) {
 			got = append(got, string(e.Kind)+" "+e.Task)
 		}
 	}
-	// T1's outcome is saved in the write that begins T2 (ahead.go), and
-	// its entry appended beside T2's agent, said once that agent is over;
-	// T2's write begins nothing, as no task is left, and its entry goes
-	// in at once.
-	want := []string{"state_written RALPH_TASKS.md",
-		"state_written RALPH_TASKS.md", "task_started T1",
+	// The session's first write begins T1 (ahead.go); T1's outcome is
+	// saved in the write that begins T2, and its entry appended beside
+	// T2's agent, said once that agent is over; T2's write begins
+	// nothing, as no task is left, and its entry goes in at once.
+	want := []string{"state_written RALPH_TASKS.md", "task_started T1",
 		"state_written RALPH_TASKS.md", "iteration_done T1", "task_started T2",
 		"state_written RALPH_PROGRESS.md",
 		"state_written RALPH_TASKS.md", "state_written RALPH_PROGRESS.md", "iteration_done T2"}

@@ -477,10 +477,12 @@ func (d *runDisplay) show(ev coordinator.Event) {
 		fmt.Fprint(w, chat.IterationLine(ev))
 	}
 	out := w.String()
-	if d.color {
-		out = chat.Colorize(out)
+	if out != "" { // most events print nothing: no empty write each
+		if d.color {
+			out = chat.Colorize(out)
+		}
+		fmt.Fprint(d.f.IO.ErrOut, out)
 	}
-	fmt.Fprint(d.f.IO.ErrOut, out)
 	d.draw()
 }
 
