@@ -74,3 +74,25 @@ func TestCLIStatusOutsideARepository(t *testing.T) {
 		})
 	}
 }
+
+// Outside any repository a status through the cache starts no git and
+// does not look for one on PATH either: the cache's key (which names the
+// git program) is made only for a work tree it may keep a status of. The
+// look was a stat in every folder of PATH before git's, about a
+// millisecond of every ralph status in a folder without git.
+func TestCachedStatusOutsideARepository(t *testing.T) {
+	gt.Isolate(t)
+	dir := t.TempDir()
+	if out, err := gt.GitEnv(dir, nil, "rev-parse", "--git-dir"); err == nil {
+		t.Fatalf("the temporary folder %s is inside a git repository (%s): run the tests with TMPDIR outside one", dir, out)
+	}
+	run := &countingRunner{}
+	cache := gitctx.StatusCache{File: filepath.Join(dir, ".ralph", "status.json")}
+	st, err := gitctx.CachedCLIStatus(t.Context(), run, dir, cache, 0)
+	if !errors.Is(err, gitctx.ErrNotRepo) || st.Available {
+		t.Errorf("status %+v, error %v; want none and ErrNotRepo", st, err)
+	}
+	if n, looks := run.runs.Load(), run.looks.Load(); n != 0 || looks != 0 {
+		t.Errorf("%d git processes started and %d looks on PATH, want none", n, looks)
+	}
+}

@@ -106,11 +106,16 @@ type statInput struct {
 // reused while nothing git status reads has changed (see above). A cache
 // that cannot be read or kept is no error: git runs.
 func CachedCLIStatus(ctx context.Context, run Runner, dir string, c StatusCache, timeout time.Duration) (Status, error) {
-	key, ok := cacheKey(run, c.Env)
-	if !ok || !statusCacheSupported || c.File == "" {
+	if !statusCacheSupported || c.File == "" {
 		return CLIStatus(ctx, run, dir, timeout)
 	}
+	// The work tree first: outside one there is nothing to keep, and the
+	// key's look for git on PATH is a stat of every folder before it.
 	root, ok := plainWorkTree(dir)
+	if !ok {
+		return CLIStatus(ctx, run, dir, timeout)
+	}
+	key, ok := cacheKey(run, c.Env)
 	if !ok {
 		return CLIStatus(ctx, run, dir, timeout)
 	}

@@ -19,10 +19,16 @@ import (
 	gt "github.com/ralph-dev/ralph/gitctx/gitctxtest"
 )
 
-// countingRunner counts the git processes it starts.
+// countingRunner counts the git processes it starts, and its looks for
+// a program on PATH.
 type countingRunner struct {
 	gt.Runner
-	runs atomic.Int64
+	runs, looks atomic.Int64
+}
+
+func (r *countingRunner) LookPath(name string) (string, error) {
+	r.looks.Add(1)
+	return r.Runner.LookPath(name)
 }
 
 func (r *countingRunner) Start(ctx context.Context, dir, name string, args ...string) (func() ([]byte, error), error) {
