@@ -169,16 +169,17 @@ func (c *Coordinator) openSession(ctx context.Context, task *mdstate.Item) error
 	err := c.saveTask(task.ID, func(e *mdstate.ChecklistEdit) error {
 		// Run again on a file that changed meanwhile: from the start.
 		b, s.Iteration, s.Task, s.Phase = nil, 0, "", mdstate.PhaseStarting
-		tasks := e.Checklist()
-		cur := tasks.Find(task.ID)
-		if cur == nil || !c.startable(cur, task) {
-			return nil
+		cur, st, open, err := c.beginIn(e, task)
+		if errors.Is(err, errNotReady) {
+			return nil // the session opens alone; the loop picks again
 		}
-		was = cur.Status
-		b = &beganAhead{task: cur, open: runnableTasks(tasks)}
+		if err != nil {
+			return err
+		}
+		was, b = st, &beganAhead{task: cur, open: open}
 		s.Iteration++
 		s.Task, s.Phase = cur.ID, mdstate.PhaseAgent
-		return e.SetStatus(cur.ID, mdstate.InProgress)
+		return nil
 	})
 	if err != nil {
 		s.Iteration, s.Task, s.Phase = 0, "", mdstate.PhaseStarting

@@ -127,14 +127,9 @@ func (c *Coordinator) begin(task *mdstate.Item) error {
 	s.WaitUntil = time.Time{}
 	var was mdstate.Status
 	open := 0
-	err := c.saveTask(task.ID, func(e *mdstate.ChecklistEdit) error {
-		cur := e.Checklist().Find(task.ID)
-		if cur == nil || !c.startable(cur, task) {
-			return errNotReady
-		}
-		was = cur.Status
-		open = runnableTasks(e.Checklist())
-		return e.SetStatus(task.ID, mdstate.InProgress)
+	err := c.saveTask(task.ID, func(e *mdstate.ChecklistEdit) (err error) {
+		_, was, open, err = c.beginIn(e, task)
+		return err
 	})
 	if err != nil {
 		// errNotReady too: the loop reads the tasks again.
@@ -145,6 +140,21 @@ func (c *Coordinator) begin(task *mdstate.Item) error {
 	c.own.marked(task.ID, was, mdstate.InProgress)
 	c.startedEvent(task, open)
 	return nil
+}
+
+// beginIn marks task in progress in e, the write that begins its
+// iteration, if e's file has it as it was picked (startable); otherwise
+// it changes nothing and returns errNotReady. It returns the task as the
+// file has it, the status it had, and the tasks a run may still do, this
+// one included.
+func (c *Coordinator) beginIn(e *mdstate.ChecklistEdit, task *mdstate.Item) (cur *mdstate.Item, was mdstate.Status, open int, err error) {
+	tasks := e.Checklist()
+	cur = tasks.Find(task.ID)
+	if cur == nil || !c.startable(cur, task) {
+		return nil, "", 0, errNotReady
+	}
+	was, open = cur.Status, runnableTasks(tasks)
+	return cur, was, open, e.SetStatus(cur.ID, mdstate.InProgress)
 }
 
 // openTasks counts the tasks not yet done or skipped: pending, in

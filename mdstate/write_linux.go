@@ -35,8 +35,8 @@ func openForWriting(f *os.File) (writing, known bool) {
 	return known && !held, known
 }
 
-// readLease asks for a read lease on the file f (opened read-only) is
-// open on. The kernel grants one only while no process has the file open
+// readLease asks for a read lease on the file that f (opened read-only)
+// is open on. The kernel grants one only while no process has the file open
 // for writing, and until it is given back (dropLease, or closing f) an
 // open of the file for writing or a truncation waits. held reports
 // whether it was granted; known is false where leases are not available
