@@ -10,8 +10,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ralph-dev/ralph/cmd/ralph/internal/prefault"
 	"github.com/ralph-dev/ralph/coordinator/proc"
 )
+
+// TestPrefaultKnowsTheSupervisor checks that package prefault, which
+// imports nothing, tells a supervisor by proc's own argument.
+func TestPrefaultKnowsTheSupervisor(t *testing.T) {
+	if prefault.SuperviseArg != proc.SuperviseArg {
+		t.Errorf("prefault.SuperviseArg is %q, proc.SuperviseArg %q", prefault.SuperviseArg, proc.SuperviseArg)
+	}
+}
 
 // TestPrefaultInitialisesFirst checks what package prefault's doc
 // promises: it initialises before every module's package and before os,

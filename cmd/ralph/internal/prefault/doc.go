@@ -16,8 +16,8 @@
 // before, 4-11% for one just built, side by side in turns;
 // docs/benchmarks.md has the figures and BenchmarkPrefault measures them.
 //
-// This package imports nothing, so it comes among the first in Go's
-// initialisation order (packages sorted by import path, each once its
+// This package imports nothing but unsafe, so it comes among the first in
+// Go's initialisation order (packages sorted by import path, each once its
 // imports are done): after the runtime's own, ahead of os and of every
 // module ralph uses. Its system call is a raw one, in assembly, for the
 // same reason: package syscall initialises later. Mapping the whole code

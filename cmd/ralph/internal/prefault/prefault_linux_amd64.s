@@ -2,14 +2,14 @@
 
 #include "textflag.h"
 
-// func madvise(addr, n, advice uintptr) uintptr
-TEXT ·madvise(SB),NOSPLIT,$0-32
-	MOVQ	addr+0(FP), DI
-	MOVQ	n+8(FP), SI
-	MOVQ	advice+16(FP), DX
-	MOVQ	$28, AX // SYS_madvise
+// func syscall3(trap, a1, a2, a3 uintptr) uintptr
+TEXT ·syscall3(SB),NOSPLIT,$0-40
+	MOVQ	a1+8(FP), DI
+	MOVQ	a2+16(FP), SI
+	MOVQ	a3+24(FP), DX
+	MOVQ	trap+0(FP), AX
 	SYSCALL
-	MOVQ	AX, ret+24(FP)
+	MOVQ	AX, ret+32(FP)
 	RET
 
 // func readOnlyImage() (start, end uintptr)
