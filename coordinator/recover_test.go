@@ -72,6 +72,72 @@ func TestKilledWhileEnding(t *testing.T) {
 	}
 }
 
+// Killed between a clean end's summary and the session's last save (end
+// writes no "ending" first): the session was saved running, as its last
+// iteration left it, and its summary is the log's last entry. The next
+// start, or a chat's Recover, records it ended for the summary's reason; it
+// is not resumed, so there is no "recovered" entry and no second summary.
+// The same holds for a paused session a --new-session run was ending.
+func TestKilledAfterTheSummary(t *testing.T) {
+	const old = "20261122-100000"
+	setupAs := func(t *testing.T, status string) string {
+		dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+		writeTasks(t, dir, "# Tasks\n\n- [x] T1: Task number 1\n- [ ] T2: New work\n\n## Session\n\n- id: "+old+
+			"\n- status: "+status+"\n- iteration: 1\n- done: 1\n")
+		p := mdstate.Open(dir)
+		for _, e := range []mdstate.Entry{
+			{Title: "T1: Task number 1", Fields: []mdstate.Field{{Key: "outcome", Value: "done"}, {Key: "iteration", Value: "1"}}},
+			{Title: "session " + old + " ended", Fields: []mdstate.Field{{Key: "outcome", Value: "ended (all_done)"}, {Key: "session", Value: old}}},
+		} {
+			if err := p.AppendProgress(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	count := func(t *testing.T, dir string) (summaries, recovered int) {
+		for _, e := range entries(t, dir) {
+			switch e.Title {
+			case "session " + old + " ended":
+				summaries++
+			case "session " + old + " recovered":
+				recovered++
+			}
+		}
+		return summaries, recovered
+	}
+	for _, status := range []string{"running", "paused"} {
+		t.Run(status, func(t *testing.T) {
+			dir := setupAs(t, status)
+			fa := &fakeAgent{}
+			co := newCoordinator(t, Options{Root: dir, Agent: fa})
+			out, _ := runAll(t, t.Context(), co)
+			if out.Session.ID == old || out.Reason != StopAllDone || fa.calls() != 1 {
+				t.Fatalf("outcome %+v after %d agent calls: want a new session that does T2", out, fa.calls())
+			}
+			if s, r := count(t, dir); s != 1 || r != 0 {
+				t.Fatalf("%d summaries and %d recovered entries of the old session, want 1 and 0", s, r)
+			}
+		})
+	}
+	t.Run("recover", func(t *testing.T) {
+		dir := setupAs(t, "running")
+		co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+		what, err := co.Recover()
+		if err != nil || what != "session "+old+" had ended; its end is recorded" {
+			t.Fatalf("Recover: %q, %v", what, err)
+		}
+		tasks, _, _ := loadState(t, dir)
+		s, _ := tasks.Session()
+		if s == nil || s.ID != old || s.Status != mdstate.SessionEnded || s.Reason != string(StopAllDone) {
+			t.Fatalf("session %+v, want %s ended (all_done)", s, old)
+		}
+		if s, r := count(t, dir); s != 1 || r != 0 {
+			t.Fatalf("%d summaries and %d recovered entries of the old session, want 1 and 0", s, r)
+		}
+	})
+}
+
 // Killed after saving an iteration's status and result but before writing
 // its entry, for each outcome: the next start writes the entry from the
 // result (tokens, cost, duration; for a failure the task's note), so the

@@ -608,6 +608,17 @@ func crashLogged(log *mdstate.Log, task string, iteration int) bool {
 	return false
 }
 
+// crashSummaries counts session id's summary entries in log.
+func crashSummaries(log *mdstate.Log, id string) int {
+	n := 0
+	for _, e := range log.Recent {
+		if e.Title == "session "+id+" ended" {
+			n++
+		}
+	}
+	return n
+}
+
 // crashRead reads a file an agent appends to; nil if none was written.
 func crashRead(t *testing.T, path string) []byte {
 	t.Helper()
@@ -726,6 +737,11 @@ func crashCheckEnd(t *testing.T, dir string, st *crashStats) {
 				named[n] = true
 			}
 		}
+	}
+	// The session's summary is written once: a kill after it and before
+	// the session's last save is ended on the next start, not resumed.
+	if n := crashSummaries(log, sess.ID); n != 1 {
+		t.Errorf("round %d: %d summaries of session %s, want 1", st.rounds, n, sess.ID)
 	}
 	for i := 1; i <= sess.Iteration; i++ {
 		if !named[i] {
