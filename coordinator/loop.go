@@ -342,19 +342,19 @@ func (c *Coordinator) finish(out Outcome, err error) (_ Outcome, ferr error) {
 	return out, err
 }
 
-// end writes a clean end's summary, which finish follows with the
-// session's last save ("ended"). A kill between the two leaves a running
-// session whose summary is the log's last entry: the next start ends it
-// (endedAlready), and does not resume it, which would write a second
-// summary. The phase "ending" is saved only when the summary could not be
-// written (keepRecoverable): the next start writes it then. With --commit
-// the session's last commit is owed before the summary: a session ended on
-// the next start has that commit made then (commit.go).
+// end writes a clean end's summary: "ending" first, so that a crash
+// between the summary and the final save is ended on the next start, not
+// resumed (which would write a second summary). With --commit the
+// session's last commit is owed before that: a session that is ending
+// is ended on the next start, which then makes the commit (commit.go).
 func (c *Coordinator) end(out Outcome) error {
 	if err := c.keepEndCommit(); err != nil {
 		return err
 	}
 	c.session.Phase, c.session.Reason = mdstate.PhaseEnding, string(out.Reason)
+	if err := c.saveSession(nil); err != nil {
+		return err
+	}
 	return c.summarize(out)
 }
 
