@@ -103,15 +103,17 @@ type Options struct {
 	// otherwise end every run.
 	SingleRun bool
 	// OneProc runs the process's Go code on one processor
-	// (runtime.GOMAXPROCS(1)) while the run's loop runs agents, and puts
-	// back the count it found when the loop ends: the loop's bookkeeping
-	// then never holds two cores at once while its agents, their
-	// supervisor and the next agent coming up want them. On two cores,
-	// with the loop yielding as it starts the next agent (warm.go), that
-	// took 0.85 ms off an iteration of a run of short agents
-	// (docs/benchmarks.md). The count is the process's: a front end sets
-	// this only when the coordinator is all it runs (ralph run), not
-	// where a person types while agents work (ralph chat).
+	// (runtime.GOMAXPROCS(1)) while the run's loop runs agents, its
+	// threads pinned to one CPU (proc.PinToOneCPU; the children it starts
+	// are not), and puts back the count and the CPUs it found when the
+	// loop ends: the loop's bookkeeping then never holds two cores at
+	// once, nor wakes on the one where the next agent comes up, while its
+	// agents and their supervisor want them. On two cores, with the loop
+	// yielding as it starts the next agent (warm.go), the one processor
+	// took 0.85 ms off an iteration of a run of short agents, and the one
+	// CPU 0.7-1.3 ms more (docs/benchmarks.md). Both are the process's: a
+	// front end sets this only when the coordinator is all it runs (ralph
+	// run), not where a person types while agents work (ralph chat).
 	OneProc bool
 	// Registry, when set, is told when a session starts and ends: the
 	// machine's list of projects, for `ralph sessions --all`.

@@ -216,13 +216,18 @@ func (c *Coordinator) loop(ctx context.Context) (Outcome, error) {
 }
 
 // oneProc narrows the process to one processor for the loop, when
-// Options.OneProc asks, and returns what gives the count back.
+// Options.OneProc asks, its threads pinned to one CPU, and returns what
+// gives both back.
 func (c *Coordinator) oneProc() (restore func()) {
 	if !c.opts.OneProc {
 		return func() {}
 	}
 	was := runtime.GOMAXPROCS(1)
-	return func() { runtime.GOMAXPROCS(was) }
+	unpin := proc.PinToOneCPU()
+	return func() {
+		unpin()
+		runtime.GOMAXPROCS(was)
+	}
 }
 
 // nextTask makes the checks before an iteration and picks its task. It

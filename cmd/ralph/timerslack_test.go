@@ -53,20 +53,8 @@ func timerSlacksOfRun(t *testing.T, bin, started string) (git []string, agent st
 	project.write("RALPH_TASKS.md", "# Tasks\n\n- [ ] T1: Note the timer slack\n")
 	project.write("agent.sh", "cat > /dev/null\ncat /proc/self/timerslack_ns > agent-slack\necho '<promise>COMPLETE</promise>'\n")
 	env := append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
-	crashGit(t, project.dir, env, "init", "-q")
-	crashGit(t, project.dir, env, "add", "-A")
-	crashGit(t, project.dir, env, "commit", "-qm", "start")
-	realGit, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err) // CI installs git
-	}
-	gitDir := t.TempDir()
 	gitSlack := filepath.Join(t.TempDir(), "git-slack")
-	script := "#!/bin/sh\ncat /proc/self/timerslack_ns >> '" + gitSlack + "'\nexec '" + realGit + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(gitDir, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env = append(env, "PATH="+gitDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env = committedWithNotingGit(t, project.dir, env, "cat /proc/self/timerslack_ns >> '"+gitSlack+"'")
 	run := exec.Command(bin, "run", "--agent", "exec", "--agent-cmd", "sh agent.sh")
 	run.Dir, run.Env = project.dir, env
 	if out, err := startedWithSlack(t, run, started); err != nil {
@@ -77,6 +65,27 @@ func timerSlacksOfRun(t *testing.T, bin, started string) (git []string, agent st
 		t.Fatal(err)
 	}
 	return strings.Fields(string(data)), strings.TrimSpace(project.read("agent-slack"))
+}
+
+// committedWithNotingGit makes dir a git repository with everything in
+// it committed, and returns env with a git first on PATH that runs the
+// shell line note, then is the real git: a test sees what each git ralph
+// starts inherits from it.
+func committedWithNotingGit(t *testing.T, dir string, env []string, note string) []string {
+	t.Helper()
+	crashGit(t, dir, env, "init", "-q")
+	crashGit(t, dir, env, "add", "-A")
+	crashGit(t, dir, env, "commit", "-qm", "start")
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err) // CI installs git
+	}
+	gitDir := t.TempDir()
+	script := "#!/bin/sh\n" + note + "\nexec '" + realGit + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(gitDir, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return append(env, "PATH="+gitDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // startedWithSlack runs cmd, started from a thread whose timer slack is

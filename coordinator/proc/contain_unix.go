@@ -193,7 +193,7 @@ func spawnServer() (*server, error) {
 	// world that was 5 % of a supervisor's start. Its children never see
 	// this: each gets the environment its start order carries.
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	err = cmd.Start()
+	withChildCPUs(func() { err = cmd.Start() })
 	theirs.Close()
 	if err != nil {
 		conn.Close()

@@ -202,7 +202,9 @@ func (c Cmd) environ() []string {
 // start starts cmd and puts it under the platform's group control.
 func start(cmd *exec.Cmd) error {
 	interruptible()
-	if err := cmd.Start(); err != nil {
+	var err error
+	withChildCPUs(func() { err = cmd.Start() })
+	if err != nil {
 		return err
 	}
 	adopt(cmd.Process)
