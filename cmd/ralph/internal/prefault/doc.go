@@ -28,6 +28,11 @@
 // data (about 50 pages, which the inits write to) is copied at once, as
 // the writes would: 0.8-1.2 ms faster.
 //
+// A supervisor (ralph's program run with SuperviseArg, to contain an
+// agent: coordinator/proc) is left to fault in what little of the binary
+// it runs: the package reads the process's arguments from
+// /proc/self/cmdline first, with raw system calls too.
+//
 // It does its work on linux/amd64 only, and only on Linux 5.14 or later
 // (older kernels refuse the advice, and nothing changes). Elsewhere, and in
 // builds with the tag ralph_noprefault (the benchmark's "before"), both

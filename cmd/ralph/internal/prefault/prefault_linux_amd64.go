@@ -48,7 +48,7 @@ func init() {
 	// with ralph: mapping all of it would cost the supervisor's start
 	// (which the first agent of a run waits for) and its exit (which
 	// ralph's waits for) more than the faults it saves. Runs of 1 task
-	// were about 1.5 ms faster without (docs/benchmarks.md).
+	// were about 0.75 ms faster without (docs/benchmarks.md).
 	var buf [64]byte
 	if isSupervisor(commandLine(buf[:])) {
 		return
