@@ -72,7 +72,10 @@ func checkGone(t *testing.T, pids []int) {
 // `ralph run` has no flag for the watchdog, hence this test here.
 func TestClaudeLoopNoOutputWatchdog(t *testing.T) {
 	opts, pids := fakeClaudeOptions(t, "hang")
-	opts.NoOutputTimeout = 300 * time.Millisecond
+	// Long enough for the fake (this race-enabled test binary, started
+	// again) to write its pids first on a loaded machine: at 300 ms, CI's
+	// once stopped it before it had.
+	opts.NoOutputTimeout = 2 * time.Second
 	co := newCoordinator(t, opts)
 	start := time.Now()
 	out, evs := runAll(t, t.Context(), co)
@@ -81,7 +84,7 @@ func TestClaudeLoopNoOutputWatchdog(t *testing.T) {
 		t.Fatalf("outcome %+v", out)
 	}
 	if took > 5*time.Second {
-		t.Errorf("the run took %s with a 300ms watchdog", took)
+		t.Errorf("the run took %s with a 2s watchdog", took)
 	}
 	checkPidsGone(t, pids)
 	tasks, s, log := loadState(t, opts.Root)
