@@ -316,6 +316,18 @@ func endedID(e mdstate.Entry) (string, bool) {
 	return id, ok
 }
 
+// summaryReason is why the session of summary entry e ended, as
+// summaryEntry wrote it ("ended (all_done)"); or, when a person's edit
+// left it unreadable, otherwise.
+func summaryReason(e mdstate.Entry, otherwise string) string {
+	rest, ok := strings.CutPrefix(e.Get("outcome"), "ended (")
+	reason, closed := strings.CutSuffix(rest, ")")
+	if !ok || !closed || reason == "" {
+		return otherwise
+	}
+	return reason
+}
+
 // isSummaryOf reports whether e is session id's summary entry.
 func isSummaryOf(e mdstate.Entry, id string) bool {
 	got, ok := endedID(e)

@@ -145,8 +145,9 @@ func (c *Coordinator) open(ctx context.Context) (*Outcome, error) {
 		return stop, nil
 	}
 	c.own.reset()
+	last, _ := tasks.Session()
 	c.session = mdstate.Session{
-		ID: c.started.UTC().Format("20060102-150405"), Status: mdstate.SessionRunning, Phase: mdstate.PhaseStarting,
+		ID: sessionID(c.started, last), Status: mdstate.SessionRunning, Phase: mdstate.PhaseStarting,
 		MaxIterations: c.iterationLimit(), Agent: c.opts.Agent.Name(), Model: c.opts.Model,
 		Started: c.started, Updated: c.started,
 	}
@@ -157,6 +158,26 @@ func (c *Coordinator) open(ctx context.Context) (*Outcome, error) {
 		repo.Close()
 	}
 	return nil, c.openSession(ctx, first)
+}
+
+// sessionIDLayout is the form of a session's id: its start, in UTC, to
+// the second.
+const sessionIDLayout = "20060102-150405"
+
+// sessionID names a session that starts at started: its start to the
+// second or, when the session before it (last, the one the file holds)
+// has that id or a later one, as one that started in the same second
+// has, the second after last's. A project's session ids then never
+// repeat: its agents' logs, its progress log's summaries and `ralph
+// sessions` tell sessions apart by them.
+func sessionID(started time.Time, last *mdstate.Session) string {
+	t := started.UTC().Truncate(time.Second)
+	if last != nil {
+		if prev, err := time.Parse(sessionIDLayout, last.ID); err == nil && !t.After(prev) {
+			t = prev.Add(time.Second)
+		}
+	}
+	return t.Format(sessionIDLayout)
 }
 
 // loop runs iterations until something stops it.
@@ -347,19 +368,19 @@ func (c *Coordinator) finish(out Outcome, err error) (_ Outcome, ferr error) {
 	return out, err
 }
 
-// end writes a clean end's summary: "ending" first, so that a crash
-// between the summary and the final save is ended on the next start, not
-// resumed (which would write a second summary). With --commit the
-// session's last commit is owed before that: a session that is ending
-// is ended on the next start, which then makes the commit (commit.go).
+// end writes a clean end's summary, which finish follows with the
+// session's last save ("ended"). A kill between the two leaves a running
+// session whose summary is the log's last entry: the next start ends it
+// (endedAlready), and does not resume it, which would write a second
+// summary. The phase "ending" is saved only when the summary could not be
+// written (keepRecoverable): the next start writes it then. With --commit
+// the session's last commit is owed before the summary: a session ended on
+// the next start has that commit made then (commit.go).
 func (c *Coordinator) end(out Outcome) error {
 	if err := c.keepEndCommit(); err != nil {
 		return err
 	}
 	c.session.Phase, c.session.Reason = mdstate.PhaseEnding, string(out.Reason)
-	if err := c.saveSession(nil); err != nil {
-		return err
-	}
 	return c.summarize(out)
 }
 

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"time"
@@ -31,10 +32,12 @@ func (c *Coordinator) resume() (bool, error) {
 	default:
 		return false, nil
 	}
-	interrupted := old.Status != mdstate.SessionPaused
-	if interrupted && old.Phase == mdstate.PhaseEnding {
-		return false, c.finishEnded(old)
+	// Killed as it ended (interrupted), or as a --new-session run ended
+	// it (paused): it is ended, not resumed.
+	if ended, err := c.endedAlready(old); err != nil || ended {
+		return false, err
 	}
+	interrupted := old.Status != mdstate.SessionPaused
 	c.session = c.continued(old)
 	if interrupted {
 		// Recovered even when a new session follows: the agent stopped,
@@ -177,13 +180,13 @@ func (c *Coordinator) putBack(e *mdstate.ChecklistEdit, task *mdstate.Item, old 
 }
 
 // endReplaced ends the session a --new-session run replaces, with its
-// summary entry, as a clean finish would.
+// summary entry, as a clean finish would (end): the summary, then the
+// session saved ended; or, when the summary cannot be written, saved in
+// phase "ending", for the next start to write it.
 func (c *Coordinator) endReplaced() error {
 	c.session.Phase, c.session.Reason = mdstate.PhaseEnding, string(StopReplaced)
-	if err := c.saveSession(nil); err != nil {
-		return err
-	}
 	if err := c.summarize(Outcome{Reason: StopReplaced, Detail: "a new session (--new-session) replaced it"}); err != nil {
+		_ = c.saveSession(nil) // may fail the same way; then the session stays as recovery left it
 		return err
 	}
 	c.session.Status, c.session.Phase = mdstate.SessionEnded, ""
@@ -254,27 +257,43 @@ func (c *Coordinator) summarize(out Outcome) error {
 	return c.appendEntry(e)
 }
 
-// finishEnded completes a session that was killed while it ended: its
-// summary entry is written if the kill came before it, and the session is
-// recorded as ended. The run then starts a new session.
-func (c *Coordinator) finishEnded(old *mdstate.Session) error {
+// endedAlready ends the recorded session old when it had ended: its
+// summary is the progress log's last entry (ralph was killed between the
+// summary and the session's last save: end), or it was saved in phase
+// "ending" (the summary could not be written, or an older ralph saved
+// "ending" before it wrote the summary). It reports whether it did.
+func (c *Coordinator) endedAlready(old *mdstate.Session) (bool, error) {
 	log, err := c.p.ReadProgress(1)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if n := len(log.Recent); n == 0 || !isSummaryOf(log.Recent[n-1], old.ID) {
-		reason := old.Reason
-		if reason == "" {
-			reason = "unknown"
-		}
-		e := summaryEntry(c.opts.Now(), old, reason, -1, "written on the next start: ralph was stopped while it ended the session")
+	var summary *mdstate.Entry
+	if n := len(log.Recent); n > 0 && isSummaryOf(log.Recent[n-1], old.ID) {
+		summary = &log.Recent[n-1]
+	}
+	if summary == nil && old.Phase != mdstate.PhaseEnding {
+		return false, nil
+	}
+	return true, c.finishEnded(old, summary)
+}
+
+// finishEnded completes a session that was killed while it ended: its
+// summary entry is written when there is none (summary is nil), and the
+// session is recorded as ended, for the reason its summary gives. The run
+// then starts a new session.
+func (c *Coordinator) finishEnded(old *mdstate.Session, summary *mdstate.Entry) error {
+	reason := old.Reason
+	if summary != nil {
+		reason = summaryReason(*summary, reason)
+	} else {
+		e := summaryEntry(c.opts.Now(), old, cmp.Or(reason, "unknown"), -1, "written on the next start: ralph was stopped while it ended the session")
 		if err := c.p.AppendProgress(e); err != nil {
 			return err
 		}
 	}
 	c.session = *old
 	c.session.Status, c.session.Phase, c.session.Child, c.session.ChildStart, c.session.Line = mdstate.SessionEnded, "", 0, 0, 0
-	c.session.Result, c.session.Report = nil, nil
+	c.session.Result, c.session.Report, c.session.Reason = nil, nil, reason
 	return c.saveSession(nil)
 }
 
@@ -308,8 +327,8 @@ func (c *Coordinator) Recover() (string, error) {
 	if old == nil || (old.Status != mdstate.SessionRunning && old.Status != mdstate.SessionInterrupted) {
 		return "", nil
 	}
-	if old.Phase == mdstate.PhaseEnding {
-		return fmt.Sprintf("session %s had ended; its end is recorded", old.ID), c.finishEnded(old)
+	if ended, err := c.endedAlready(old); err != nil || ended {
+		return fmt.Sprintf("session %s had ended; its end is recorded", old.ID), err
 	}
 	c.session = c.continued(old)
 	if err := c.recoverInterrupted(old, tasks); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-dev/ralph/coordinator/agent"
 	"github.com/ralph-dev/ralph/mdstate"
 )
 
@@ -69,6 +70,121 @@ func TestKilledWhileEnding(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("summary written before the kill: %v; %d summaries of the old session, want 1", summaryWritten, n)
 		}
+	}
+}
+
+// Killed between a clean end's summary and the session's last save (end
+// writes no "ending" first): the session was saved running, as its last
+// iteration left it, and its summary is the log's last entry. The next
+// start, or a chat's Recover, records it ended for the summary's reason; it
+// is not resumed, so there is no "recovered" entry and no second summary.
+// The same holds for a paused session a --new-session run was ending.
+func TestKilledAfterTheSummary(t *testing.T) {
+	const old = "20261122-100000"
+	setupAs := func(t *testing.T, status string) string {
+		dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+		writeTasks(t, dir, "# Tasks\n\n- [x] T1: Task number 1\n- [ ] T2: New work\n\n## Session\n\n- id: "+old+
+			"\n- status: "+status+"\n- iteration: 1\n- done: 1\n")
+		p := mdstate.Open(dir)
+		for _, e := range []mdstate.Entry{
+			{Title: "T1: Task number 1", Fields: []mdstate.Field{{Key: "outcome", Value: "done"}, {Key: "iteration", Value: "1"}}},
+			{Title: "session " + old + " ended", Fields: []mdstate.Field{{Key: "outcome", Value: "ended (all_done)"}, {Key: "session", Value: old}}},
+		} {
+			if err := p.AppendProgress(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	count := func(t *testing.T, dir string) (summaries, recovered int) {
+		for _, e := range entries(t, dir) {
+			switch e.Title {
+			case "session " + old + " ended":
+				summaries++
+			case "session " + old + " recovered":
+				recovered++
+			}
+		}
+		return summaries, recovered
+	}
+	for _, status := range []string{"running", "paused"} {
+		t.Run(status, func(t *testing.T) {
+			dir := setupAs(t, status)
+			fa := &fakeAgent{}
+			co := newCoordinator(t, Options{Root: dir, Agent: fa})
+			out, _ := runAll(t, t.Context(), co)
+			if out.Session.ID == old || out.Reason != StopAllDone || fa.calls() != 1 {
+				t.Fatalf("outcome %+v after %d agent calls: want a new session that does T2", out, fa.calls())
+			}
+			if s, r := count(t, dir); s != 1 || r != 0 {
+				t.Fatalf("%d summaries and %d recovered entries of the old session, want 1 and 0", s, r)
+			}
+		})
+	}
+	t.Run("recover", func(t *testing.T) {
+		dir := setupAs(t, "running")
+		co := newCoordinator(t, Options{Root: dir, Agent: &fakeAgent{}})
+		what, err := co.Recover()
+		if err != nil || what != "session "+old+" had ended; its end is recorded" {
+			t.Fatalf("Recover: %q, %v", what, err)
+		}
+		tasks, _, _ := loadState(t, dir)
+		s, _ := tasks.Session()
+		if s == nil || s.ID != old || s.Status != mdstate.SessionEnded || s.Reason != string(StopAllDone) {
+			t.Fatalf("session %+v, want %s ended (all_done)", s, old)
+		}
+		if s, r := count(t, dir); s != 1 || r != 0 {
+			t.Fatalf("%d summaries and %d recovered entries of the old session, want 1 and 0", s, r)
+		}
+	})
+}
+
+// TestSessionID: a session's id is its start to the second, or the
+// second after the last session's when that one has the id or a later
+// one (it started in the same second, or the clock went back).
+func TestSessionID(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 500_000_000, time.UTC)
+	for _, tc := range []struct {
+		last string // "" for no last session
+		want string
+	}{
+		{"", "20261122-100000"},
+		{"20261122-095959", "20261122-100000"},
+		{"20261122-100000", "20261122-100001"},
+		{"20261122-100005", "20261122-100006"},
+		{"a person's id", "20261122-100000"},
+	} {
+		var last *mdstate.Session
+		if tc.last != "" {
+			last = &mdstate.Session{ID: tc.last}
+		}
+		if got := sessionID(at, last); got != tc.want {
+			t.Errorf("sessionID after %q = %s, want %s", tc.last, got, tc.want)
+		}
+	}
+}
+
+// TestSessionIDsDoNotRepeat: two runs in the same second, on a clock
+// that stands still, open two sessions with two ids, and the logs of
+// their agents, each the first iteration's on T1 (which the first fails),
+// are two files.
+func TestSessionIDsDoNotRepeat(t *testing.T) {
+	dir := projectDir(t, map[string]string{"RALPH_TASKS.md": tasksMD(1)})
+	now := func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }
+	var ids []string
+	for range 2 {
+		fa := &fakeAgent{reply: func(int) agent.Result { return agent.Result{Final: "not yet"} }}
+		co := newCoordinator(t, Options{Root: dir, Agent: fa, MaxIterations: 1, Now: now})
+		out, _ := runAll(t, t.Context(), co)
+		ids = append(ids, out.Session.ID)
+		co.Close()
+	}
+	if ids[0] != "20261122-100000" || ids[1] != "20261122-100001" {
+		t.Fatalf("session ids %v, want 20261122-100000 and 20261122-100001", ids)
+	}
+	logs, err := filepath.Glob(filepath.Join(dir, ".ralph", "logs", "*.log"))
+	if err != nil || len(logs) != 2 {
+		t.Fatalf("agent logs %v (%v), want one a session", logs, err)
 	}
 }
 
