@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
 // TestRunPinsOnlyItself runs the real ralph (static, as installed) through
@@ -64,15 +66,11 @@ echo '<promise>COMPLETE</promise>'
 // cpusAllowed is the Cpus_allowed_list of a status file under /proc.
 func cpusAllowed(t *testing.T, status string) string {
 	t.Helper()
-	data, err := os.ReadFile(status)
+	cpus, err := proctest.CPUsOf(status)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := cpuLines(string(data))
-	if len(got) != 1 {
-		t.Fatalf("%s: %d Cpus_allowed_list lines", status, len(got))
-	}
-	return got[0]
+	return cpus
 }
 
 // cpuLog is the CPU lists noted in logs/name, in order.
@@ -82,16 +80,5 @@ func cpuLog(t *testing.T, logs, name string) []string {
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	return cpuLines(string(data))
-}
-
-// cpuLines reads the values of the Cpus_allowed_list lines in text.
-func cpuLines(text string) []string {
-	var out []string
-	for _, line := range strings.Split(text, "\n") {
-		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			out = append(out, strings.TrimSpace(v))
-		}
-	}
-	return out
+	return proctest.AllowedCPUs(string(data))
 }

@@ -3,7 +3,6 @@ package proc
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -13,22 +12,18 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ralph-dev/ralph/coordinator/proc/proctest"
 )
 
-// allowedCPUs is the Cpus_allowed_list line of a status file under /proc.
+// allowedCPUs is the Cpus_allowed_list of a status file under /proc.
 func allowedCPUs(t *testing.T, status string) string {
 	t.Helper()
-	data, err := os.ReadFile(status)
+	cpus, err := proctest.CPUsOf(status)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatalf("%s has no Cpus_allowed_list", status)
-	return ""
+	return cpus
 }
 
 // threadCPUs is the Cpus_allowed_list of each thread of this process.
@@ -56,7 +51,11 @@ func childCPUs(t *testing.T, contain bool) string {
 	if err := p.Wait(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out.String()), "Cpus_allowed_list:"))
+	got := proctest.AllowedCPUs(out.String())
+	if len(got) != 1 {
+		t.Fatalf("the child (contained: %t) printed %q", contain, out.String())
+	}
+	return got[0]
 }
 
 // TestChildrenStartUnpinned pins the test's thread to one CPU, as

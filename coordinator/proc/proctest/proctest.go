@@ -7,6 +7,7 @@ package proctest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -78,4 +79,30 @@ func (s *SyncBuffer) From(off int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return string(s.b.Bytes()[min(off, s.b.Len()):])
+}
+
+// AllowedCPUs reads the values of the Cpus_allowed_list lines in text:
+// a /proc/<pid>/status file's one, or those a test's children noted.
+func AllowedCPUs(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			out = append(out, strings.TrimSpace(v))
+		}
+	}
+	return out
+}
+
+// CPUsOf is the Cpus_allowed_list of a status file under /proc
+// (/proc/self/status, /proc/self/task/<tid>/status).
+func CPUsOf(status string) (string, error) {
+	data, err := os.ReadFile(status)
+	if err != nil {
+		return "", err
+	}
+	got := AllowedCPUs(string(data))
+	if len(got) != 1 {
+		return "", fmt.Errorf("%s: %d Cpus_allowed_list lines", status, len(got))
+	}
+	return got[0], nil
 }
